@@ -1,0 +1,90 @@
+package faults
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+)
+
+// Entry is one injection in faults.jsonl: what was injected, on what, and
+// the window it was active, in microseconds on the run's base clock. EndUS
+// is when the fault was healed (or the run ended with it still active).
+// Error is set when the injection or its heal failed.
+type Entry struct {
+	Index   int            `json:"index"` // position in the experiment's faults list
+	Repeat  int            `json:"repeat,omitempty"`
+	Kind    string         `json:"kind"`
+	Target  string         `json:"target"`
+	Params  map[string]any `json:"params,omitempty"`
+	StartUS int64          `json:"start_us"`
+	EndUS   int64          `json:"end_us"`
+	Detail  string         `json:"detail,omitempty"`
+	Error   string         `json:"error,omitempty"`
+
+	_ struct{} // keyed literals only: the entry grows
+}
+
+// Log appends entries to faults.jsonl. It is safe for concurrent use.
+type Log struct {
+	mu sync.Mutex
+	w  io.Writer
+	c  io.Closer
+}
+
+// NewLog writes entries to w.
+func NewLog(w io.Writer) *Log { return &Log{w: w} }
+
+// CreateLog creates (truncates) the fault log at path.
+func CreateLog(path string) (*Log, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("fault log: %w", err)
+	}
+	return &Log{w: f, c: f}, nil
+}
+
+// Write appends one entry.
+func (l *Log) Write(e Entry) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("fault log: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, err = l.w.Write(append(b, '\n'))
+	return err
+}
+
+// Close closes the file, if the log opened one.
+func (l *Log) Close() error {
+	if l.c == nil {
+		return nil
+	}
+	return l.c.Close()
+}
+
+// LoadLog reads a fault log.
+func LoadLog(path string) ([]Entry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("fault log: %w", err)
+	}
+	defer f.Close()
+	var out []Entry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for line := 1; sc.Scan(); line++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var e Entry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, line, err)
+		}
+		out = append(out, e)
+	}
+	return out, sc.Err()
+}

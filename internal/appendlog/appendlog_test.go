@@ -1,0 +1,107 @@
+package appendlog
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func openCollect(t *testing.T, path string) (*Log, []string) {
+	t.Helper()
+	var got []string
+	l, err := Open(path, Options{}, func(r []byte) error {
+		got = append(got, string(r))
+		return nil
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	return l, got
+}
+
+func TestAppendSurvivesReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	l, got := openCollect(t, path)
+	require.Empty(t, got)
+	for i := range 3 {
+		require.NoError(t, l.Append(fmt.Appendf(nil, `{"n":%d}`, i)))
+	}
+	require.NoError(t, l.Close())
+	_, got = openCollect(t, path)
+	assert.Equal(t, []string{`{"n":0}`, `{"n":1}`, `{"n":2}`}, got)
+}
+
+func TestOpenTruncatesTornTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	require.NoError(t, os.WriteFile(path, []byte("a\nb\nhalf-writ"), 0o644))
+	l, got := openCollect(t, path)
+	assert.Equal(t, []string{"a", "b"}, got)
+	require.NoError(t, l.Append([]byte("c")))
+	require.NoError(t, l.Close())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "a\nb\nc\n", string(data))
+}
+
+func TestReplayErrorAbortsOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	require.NoError(t, os.WriteFile(path, []byte("ok\nbad\n"), 0o644))
+	_, err := Open(path, Options{}, func(r []byte) error {
+		if string(r) == "bad" {
+			return fmt.Errorf("cannot decode")
+		}
+		return nil
+	})
+	require.ErrorContains(t, err, "cannot decode")
+}
+
+func TestConcurrentAppendsAllLand(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	l, _ := openCollect(t, path)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				assert.NoError(t, l.Append(fmt.Appendf(nil, "%d-%d", w, i)))
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, l.Close())
+	_, got := openCollect(t, path)
+	assert.Len(t, got, 400)
+}
+
+func TestAppendRejectsNewlineAndClosed(t *testing.T) {
+	l, _ := openCollect(t, filepath.Join(t.TempDir(), "log"))
+	require.Error(t, l.Append([]byte("a\nb")))
+	require.NoError(t, l.Close())
+	require.NoError(t, l.Close())
+	require.ErrorIs(t, l.Append([]byte("x")), ErrClosed)
+}
+
+func BenchmarkAppendParallel(b *testing.B) {
+	for _, sync := range []bool{true, false} {
+		b.Run(fmt.Sprintf("fsync=%v", sync), func(b *testing.B) {
+			l, err := Open(filepath.Join(b.TempDir(), "log"), Options{NoSync: !sync}, nil)
+			require.NoError(b, err)
+			defer l.Close()
+			rec := []byte(`{"kind":"charge","order_id":"o-1","amount_cents":4999}`)
+			b.SetParallelism(25) // 50 writers on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := l.Append(rec); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

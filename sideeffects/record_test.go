@@ -1,0 +1,50 @@
+package sideeffects
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		rec  Record
+		err  string
+	}{
+		{"charge ok", Record{ID: "a", Kind: KindCharge, OrderID: "o", AmountCents: 1}, ""},
+		{"no id", Record{Kind: KindCharge, OrderID: "o", AmountCents: 1}, "id is required"},
+		{"unknown kind", Record{ID: "a", Kind: "refund"}, "unknown kind"},
+		{"charge without order", Record{ID: "a", Kind: KindCharge, AmountCents: 1}, "order_id"},
+		{"charge of zero", Record{ID: "a", Kind: KindCharge, OrderID: "o"}, "amount_cents"},
+		{"event without id", Record{ID: "a", Kind: KindEventEmitted, Session: "s"}, "event_id"},
+		{"session without id", Record{ID: "a", Kind: KindSessionOpened}, "session is required"},
+		{"negative time", Record{ID: "a", Kind: KindCallStarted, TUS: -1}, "negative"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.rec.Validate()
+			if tc.err == "" {
+				require.NoError(t, err)
+			} else {
+				require.ErrorContains(t, err, tc.err)
+			}
+		})
+	}
+}
+
+func TestMemoryStoresEachIDOnce(t *testing.T) {
+	m := NewMemory()
+	ctx := context.Background()
+	rec := Record{ID: "r1", Kind: KindCharge, OrderID: "o", AmountCents: 5}
+	require.NoError(t, m.Record(ctx, rec))
+	require.NoError(t, m.Record(ctx, rec), "a retried write is accepted")
+	require.NoError(t, m.Record(ctx, Record{Kind: KindCharge, OrderID: "o", AmountCents: 5}))
+	assert.Equal(t, 2, m.Count(KindCharge))
+	recs := m.Records()
+	assert.Equal(t, int64(2), recs[1].N)
+	assert.NotEmpty(t, recs[1].ID)
+	require.Error(t, m.Record(ctx, Record{ID: "bad", Kind: "nope"}))
+}

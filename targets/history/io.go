@@ -1,0 +1,110 @@
+package history
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/chaosrun/chaosrun/internal/runclock"
+)
+
+// Writer appends records to a history file. It stamps t_us from its clock
+// when a record has none, and is safe for concurrent use by the logical
+// clients of one process. Every record is written through to the file
+// before Write returns, so a client killed with SIGKILL loses nothing it
+// reported.
+type Writer struct {
+	mu    sync.Mutex
+	w     io.Writer
+	c     io.Closer
+	clock runclock.Clock
+}
+
+// NewWriter writes records to w.
+func NewWriter(w io.Writer, clock runclock.Clock) *Writer {
+	return &Writer{w: w, clock: clock}
+}
+
+// Create opens path for appending (a restarted client continues the same
+// history) and returns a writer on it.
+func Create(path string, clock runclock.Clock) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	return &Writer{w: f, c: f, clock: clock}, nil
+}
+
+// Write appends one record, stamping its time if it has none.
+func (w *Writer) Write(r Record) error {
+	if r.TUS == 0 {
+		r.TUS = w.clock.Micros()
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	b = append(b, '\n')
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := w.w.Write(b); err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	return nil
+}
+
+// Close closes the underlying file, if the writer opened one.
+func (w *Writer) Close() error {
+	if w.c == nil {
+		return nil
+	}
+	return w.c.Close()
+}
+
+// Read parses a history stream. Blank lines are skipped; a malformed line is
+// an error naming its line number. A final line without a newline that does
+// not parse is treated as torn by a crash and dropped.
+func Read(r io.Reader) ([]Record, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var out []Record
+	var pending error
+	line := 0
+	for sc.Scan() {
+		line++
+		if pending != nil {
+			return nil, pending
+		}
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		var rec Record
+		if err := json.Unmarshal(b, &rec); err != nil {
+			pending = fmt.Errorf("history line %d: %w", line, err)
+			continue
+		}
+		out = append(out, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	return out, nil
+}
+
+// Load reads a history file.
+func Load(path string) ([]Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	recs, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return recs, nil
+}

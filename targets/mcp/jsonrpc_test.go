@@ -1,0 +1,99 @@
+package mcp
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseMessage(t *testing.T) {
+	tests := []struct {
+		name, body string
+		kind       string // request, notification, response, or "" for an error
+	}{
+		{"request int id", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, "request"},
+		{"request string id", `{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{}}`, "request"},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "notification"},
+		{"result", `{"jsonrpc":"2.0","id":3,"result":{}}`, "response"},
+		{"error", `{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"x"}}`, "response"},
+		{"wrong version", `{"jsonrpc":"1.0","id":1,"method":"ping"}`, ""},
+		{"no method no id", `{"jsonrpc":"2.0"}`, ""},
+		{"float id", `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, ""},
+		{"object id", `{"jsonrpc":"2.0","id":{},"method":"ping"}`, ""},
+		{"result and error", `{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":""}}`, ""},
+		{"response without either", `{"jsonrpc":"2.0","id":1}`, ""},
+		{"request with result", `{"jsonrpc":"2.0","id":1,"method":"x","result":{}}`, ""},
+		{"trailing data", `{"jsonrpc":"2.0","method":"x"} {}`, ""},
+		{"not json", `hello`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ParseMessage([]byte(tc.body))
+			if tc.kind == "" {
+				require.ErrorIs(t, err, ErrInvalidMessage)
+				return
+			}
+			require.NoError(t, err)
+			got := map[bool]string{true: tc.kind}[map[string]bool{
+				"request": m.IsRequest(), "notification": m.IsNotification(), "response": m.IsResponse(),
+			}[tc.kind]]
+			assert.Equal(t, tc.kind, got)
+		})
+	}
+}
+
+func TestParseBodyBatch(t *testing.T) {
+	msgs, batch, err := ParseBody([]byte(` [{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":"x","method":"b"}]`))
+	require.NoError(t, err)
+	assert.True(t, batch)
+	require.Len(t, msgs, 2)
+	assert.Equal(t, "x", msgs[1].IDString())
+
+	_, _, err = ParseBody([]byte(`[]`))
+	require.ErrorIs(t, err, ErrInvalidMessage)
+	_, _, err = ParseBody([]byte(`[{"jsonrpc":"2.0"}]`))
+	require.ErrorIs(t, err, ErrInvalidMessage)
+}
+
+func TestConstructorsRoundTrip(t *testing.T) {
+	req, err := NewRequest(7, MethodToolsCall, CallParams{Name: ToolCharge})
+	require.NoError(t, err)
+	b, err := json.Marshal(req)
+	require.NoError(t, err)
+	back, err := ParseMessage(b)
+	require.NoError(t, err)
+	assert.True(t, back.IsRequest())
+	assert.Equal(t, "7", back.IDString())
+
+	e := NewError(nil, CodeParseError, "bad")
+	b, err = json.Marshal(e)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}`, string(b))
+}
+
+func FuzzParseBody(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`,
+		`[{"jsonrpc":"2.0","method":"a"}]`, `{"jsonrpc":"2.0","id":1,"result":null}`, `[`, ``, `null`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		msgs, _, err := ParseBody(b)
+		if err != nil {
+			require.ErrorIs(t, err, ErrInvalidMessage)
+			return
+		}
+		for _, m := range msgs {
+			kinds := 0
+			for _, k := range []bool{m.IsRequest(), m.IsNotification(), m.IsResponse()} {
+				if k {
+					kinds++
+				}
+			}
+			require.Equal(t, 1, kinds, "a valid message is exactly one kind: %q", b)
+		}
+	})
+}

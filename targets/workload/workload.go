@@ -1,0 +1,146 @@
+// Package workload describes what the clients of an experiment do, in the
+// form every client target (naive, resumable, the SDK adapters) accepts:
+// logical clients, each making its calls in order.
+//
+// The runner writes a [Plan] as JSON for the client agent; client targets
+// receive one [Client] and the shared [Options].
+package workload
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/chaosrun/chaosrun/internal/runclock"
+	"github.com/chaosrun/chaosrun/targets/history"
+	"github.com/chaosrun/chaosrun/targets/mcp"
+)
+
+// Call is one tools/call a client makes. Duration is already scaled: it is
+// how long the tool runs on the server.
+type Call struct {
+	ID       string         `json:"id"`
+	Tool     string         `json:"tool"`
+	Args     map[string]any `json:"args,omitempty"`
+	Duration time.Duration  `json:"duration"`
+}
+
+// OrderID is the call's order id: args.order_id if set, otherwise the call
+// id. A retry of the same logical call keeps its order id, which is how the
+// ledger sees a duplicate charge.
+func (c Call) OrderID() string {
+	if v, ok := c.Args["order_id"].(string); ok && v != "" {
+		return v
+	}
+	return c.ID
+}
+
+// Idempotent reports whether repeating the call is harmless: chatty is, and
+// charge is when it carries an idempotency key.
+func (c Call) Idempotent() bool {
+	if c.Tool != mcp.ToolCharge {
+		return true
+	}
+	k, _ := c.Args["idempotency_key"].(string)
+	return k != ""
+}
+
+// Arguments renders the tool arguments sent on the wire: for charge the
+// order id and the duration, for chatty the interval between events.
+func (c Call) Arguments() (json.RawMessage, error) {
+	args := map[string]any{}
+	for k, v := range c.Args {
+		args[k] = v
+	}
+	switch c.Tool {
+	case mcp.ToolCharge:
+		args["order_id"] = c.OrderID()
+		if c.Duration > 0 {
+			args["duration_ms"] = c.Duration.Milliseconds()
+		}
+	case mcp.ToolChatty:
+		n, err := events(args["events"])
+		if err != nil {
+			return nil, fmt.Errorf("call %s: %w", c.ID, err)
+		}
+		if _, set := args["interval_ms"]; !set && n > 0 {
+			args["interval_ms"] = c.Duration.Milliseconds() / int64(n)
+		}
+	}
+	return json.Marshal(args)
+}
+
+func events(v any) (int, error) {
+	switch n := v.(type) {
+	case int:
+		return n, nil
+	case int64:
+		return int(n), nil
+	case float64:
+		return int(n), nil
+	case nil:
+		return 0, fmt.Errorf("chatty needs args.events")
+	}
+	return 0, fmt.Errorf("chatty args.events must be a number, not %T", v)
+}
+
+// Client is one logical client: its id (sent as clientInfo.name, the key the
+// ledger groups sessions by) and its calls, made one after another.
+type Client struct {
+	ID    string `json:"id"`
+	Calls []Call `json:"calls"`
+}
+
+// Plan is every logical client of one client agent.
+type Plan struct {
+	Clients []Client `json:"clients"`
+}
+
+// LoadPlan reads a plan written by the runner.
+func LoadPlan(path string) (Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Plan{}, fmt.Errorf("workload: %w", err)
+	}
+	var p Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return Plan{}, fmt.Errorf("workload %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Save writes the plan as JSON.
+func (p Plan) Save(path string) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// Backoff bounds reconnection: the first delay, the cap, and how many
+// attempts before giving up. Delays are already scaled.
+type Backoff struct {
+	Initial time.Duration `json:"initial"`
+	Max     time.Duration `json:"max"`
+	Retries int           `json:"retries"`
+}
+
+// Options are what every client target shares within one client agent.
+type Options struct {
+	Endpoint string // the MCP endpoint URL, through the proxy
+	Protocol string // protocol version to ask for in initialize
+	Cursor   string // "memory" or "file"
+	// CursorDir holds one cursor file per logical client when Cursor is "file".
+	CursorDir string
+	Backoff   Backoff
+	// ReadTimeout, if positive, treats a stream silent for that long as
+	// broken (a client-side idle timeout). Zero waits forever.
+	ReadTimeout time.Duration
+	Seed        int64
+	Clock       runclock.Clock
+	History     *history.Writer
+	Logger      *slog.Logger
+}

@@ -1,0 +1,59 @@
+package workload
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestArguments(t *testing.T) {
+	tests := []struct {
+		name string
+		call Call
+		want string
+		err  string
+	}{
+		{"charge gets order id and duration",
+			Call{ID: "c1-1", Tool: "charge", Args: map[string]any{"amount_cents": 4999}, Duration: 4500 * time.Millisecond},
+			`{"amount_cents":4999,"order_id":"c1-1","duration_ms":4500}`, ""},
+		{"explicit order id wins",
+			Call{ID: "c1-1", Tool: "charge", Args: map[string]any{"amount_cents": 1, "order_id": "o-9"}},
+			`{"amount_cents":1,"order_id":"o-9"}`, ""},
+		{"chatty spreads events over its duration",
+			Call{ID: "c1-2", Tool: "chatty", Args: map[string]any{"events": 500}, Duration: 15 * time.Second},
+			`{"events":500,"interval_ms":30}`, ""},
+		{"chatty without events", Call{ID: "x", Tool: "chatty"}, "", "needs args.events"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.call.Arguments()
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.JSONEq(t, tc.want, string(got))
+		})
+	}
+}
+
+func TestIdempotent(t *testing.T) {
+	assert.False(t, Call{Tool: "charge"}.Idempotent())
+	assert.True(t, Call{Tool: "charge", Args: map[string]any{"idempotency_key": "k"}}.Idempotent())
+	assert.True(t, Call{Tool: "chatty"}.Idempotent())
+}
+
+func TestPlanRoundTrip(t *testing.T) {
+	p := Plan{Clients: []Client{{ID: "c1", Calls: []Call{{ID: "c1-1", Tool: "charge", Duration: time.Second}}}}}
+	path := filepath.Join(t.TempDir(), "plan.json")
+	require.NoError(t, p.Save(path))
+	back, err := LoadPlan(path)
+	require.NoError(t, err)
+	assert.Equal(t, p.Clients[0].Calls[0].Duration, back.Clients[0].Calls[0].Duration)
+	b, _ := json.Marshal(back)
+	assert.Contains(t, string(b), `"tool":"charge"`)
+}

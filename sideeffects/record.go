@@ -39,7 +39,8 @@ const (
 	// request_id, is_error, reason.
 	KindCallFinished Kind = "call_finished"
 	// KindEventEmitted: a notification was written to a stream's event log.
-	// session, request_id, stream, event_id, seq.
+	// session, request_id, stream, event_id (0 when the server cannot see
+	// it), seq.
 	KindEventEmitted Kind = "event_emitted"
 	// KindResultWritten: a call's result was written to its stream's event
 	// log (event_id 0 when the response was plain JSON). session,
@@ -112,8 +113,10 @@ func (r *Record) Validate() error {
 			return errors.New("charge: amount_cents must be positive")
 		}
 	case KindEventEmitted:
-		if r.Session == "" || r.EventID <= 0 {
-			return errors.New("event_emitted: session and a positive event_id are required")
+		// SDK servers do not show tools their event ids, so a sequence
+		// number alone identifies the event within its call.
+		if r.Session == "" || (r.EventID <= 0 && r.Seq <= 0) {
+			return errors.New("event_emitted: session and a positive event_id or seq are required")
 		}
 	case KindSessionOpened, KindSessionClosed, KindResultWritten, KindResultDropped:
 		if r.Session == "" {

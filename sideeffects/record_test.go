@@ -19,7 +19,8 @@ func TestValidate(t *testing.T) {
 		{"unknown kind", Record{ID: "a", Kind: "refund"}, "unknown kind"},
 		{"charge without order", Record{ID: "a", Kind: KindCharge, AmountCents: 1}, "order_id"},
 		{"charge of zero", Record{ID: "a", Kind: KindCharge, OrderID: "o"}, "amount_cents"},
-		{"event without id", Record{ID: "a", Kind: KindEventEmitted, Session: "s"}, "event_id"},
+		{"event without id or seq", Record{ID: "a", Kind: KindEventEmitted, Session: "s"}, "event_id or seq"},
+		{"event with seq only", Record{ID: "a", Kind: KindEventEmitted, Session: "s", Seq: 3}, ""},
 		{"session without id", Record{ID: "a", Kind: KindSessionOpened}, "session is required"},
 		{"negative time", Record{ID: "a", Kind: KindCallStarted, TUS: -1}, "negative"},
 	}

@@ -1,0 +1,75 @@
+// Package agent is the contract between the runner and a runtime: how an
+// agent (ledger, server, proxy or client: every role is the same chaosrun
+// binary) is started, found, faulted and stopped, whether it is a child
+// process on loopback or a container on a private network.
+package agent
+
+import (
+	"context"
+	"errors"
+)
+
+// Roles of an experiment's agents.
+const (
+	RoleLedger = "ledger"
+	RoleServer = "server"
+	RoleProxy  = "proxy"
+	RoleClient = "client"
+)
+
+// ErrNotRunning is returned when a fault targets an agent that is not running.
+var ErrNotRunning = errors.New("agent not running")
+
+// Spec describes one agent to start.
+type Spec struct {
+	Role string
+	// Args follow "chaosrun agent <role>". The runtime adds --addr (the
+	// listen address, kept across restarts so peers can reconnect) and
+	// --state (where the agent sees StateDir) itself; relative file paths
+	// in Args are resolved by the agent against --state.
+	Args []string
+	// Env is extra environment for the agent (KEY=value).
+	Env []string
+	// StateDir is the runner-side folder that persists across restarts of
+	// the agent: stores, cursors, the history it writes.
+	StateDir string
+	// LogPath receives the agent's stderr, appended across restarts.
+	LogPath string
+	// Port is the port the agent listens on inside its own network
+	// namespace (a container); 0 on loopback, where the runtime picks one.
+	Port int
+	// Serves is false for an agent that prints no URL (the client).
+	Serves bool
+}
+
+// Runtime starts agents for one experiment and removes every one of them on
+// Close, on every exit path.
+type Runtime interface {
+	// Start starts an agent and, if it serves, waits until it has printed
+	// its bound URL.
+	Start(ctx context.Context, spec Spec) (Process, error)
+	// Close stops every agent still running. It is idempotent.
+	Close() error
+}
+
+// Process is a started agent, across its restarts.
+type Process interface {
+	// URL is the agent's base URL as the runner reaches it.
+	URL() string
+	// PeerAddr is host:port as other agents reach it.
+	PeerAddr() string
+	// Restart stops the agent (SIGTERM and wait when graceful, SIGKILL
+	// otherwise) and starts it again with the same arguments and state.
+	Restart(ctx context.Context, graceful bool) error
+	// Pause freezes the agent (SIGSTOP, container pause); Resume thaws it.
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+	// Stop ends the agent: SIGTERM and wait when graceful, else SIGKILL.
+	Stop(ctx context.Context, graceful bool) error
+	// Wait waits until the agent exits on its own (not because the harness
+	// restarted it) and returns its exit code.
+	Wait(ctx context.Context) (int, error)
+	// CopyOut copies a file the agent wrote in its state folder (path
+	// relative to it) to dst on the runner's side.
+	CopyOut(ctx context.Context, rel, dst string) error
+}

@@ -1,0 +1,148 @@
+package local
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain doubles as a fake agent: the runtime starts this test binary
+// with "agent ROLE ..." arguments, exactly as it starts chaosrun.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "agent" {
+		os.Exit(fakeAgent(os.Args[2], os.Args[3:]))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeAgent serves "/pid" (answering its pid) and exits 0 on SIGTERM, or,
+// for role "client", exits with --exit after --sleep.
+func fakeAgent(role string, args []string) int {
+	fs := flag.NewFlagSet(role, flag.ContinueOnError)
+	addr := fs.String("addr", "", "")
+	state := fs.String("state", "", "")
+	fs.String("parent-pid", "", "")
+	exit := fs.Int("exit", 0, "")
+	sleep := fs.Duration("sleep", 0, "")
+	if err := fs.Parse(args); err != nil {
+		return 9
+	}
+	if err := os.WriteFile(filepath.Join(*state, "started"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return 8
+	}
+	if role == "client" {
+		time.Sleep(*sleep)
+		return *exit
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return 7
+	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	fmt.Printf("http://%s\n", ln.Addr())
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, os.Getpid())
+	}))
+	<-term
+	return 0
+}
+
+func startFake(t *testing.T, rt *Runtime, spec agent.Spec) agent.Process {
+	t.Helper()
+	bin, err := os.Executable()
+	require.NoError(t, err)
+	rt.binary = bin
+	dir := t.TempDir()
+	spec.StateDir = filepath.Join(dir, "state")
+	spec.LogPath = filepath.Join(dir, spec.Role+".log")
+	p, err := rt.Start(context.Background(), spec)
+	require.NoError(t, err)
+	return p
+}
+
+func pidOf(t *testing.T, p agent.Process) string {
+	t.Helper()
+	resp, err := http.Get(p.URL() + "/pid")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var pid int
+	_, err = fmt.Fscan(resp.Body, &pid)
+	require.NoError(t, err)
+	return strconv.Itoa(pid)
+}
+
+func TestServingAgentRestartsOnTheSameAddress(t *testing.T) {
+	rt := New("")
+	t.Cleanup(func() { rt.Close() })
+	p := startFake(t, rt, agent.Spec{Role: "server", Serves: true})
+	addr, first := p.PeerAddr(), pidOf(t, p)
+
+	for _, graceful := range []bool{true, false} {
+		require.NoError(t, p.Restart(context.Background(), graceful))
+		assert.Equal(t, addr, p.PeerAddr(), "peers keep reaching the same address")
+		now := pidOf(t, p)
+		assert.NotEqual(t, first, now, "a new process serves after restart")
+		first = now
+	}
+}
+
+func TestWaitIgnoresPlannedExitsAndReportsOwnExit(t *testing.T) {
+	rt := New("")
+	t.Cleanup(func() { rt.Close() })
+	p := startFake(t, rt, agent.Spec{Role: "client", Args: []string{"--exit", "3", "--sleep", "300ms"}})
+	require.NoError(t, p.Restart(context.Background(), false)) // a crash the harness caused
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	code, err := p.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, code)
+}
+
+func TestPauseFreezesAndResumeThaws(t *testing.T) {
+	rt := New("")
+	t.Cleanup(func() { rt.Close() })
+	p := startFake(t, rt, agent.Spec{Role: "server", Serves: true})
+	require.NoError(t, p.Pause(context.Background()))
+	c := http.Client{Timeout: 300 * time.Millisecond}
+	_, err := c.Get(p.URL() + "/pid")
+	require.Error(t, err, "a paused agent does not answer")
+	require.NoError(t, p.Resume(context.Background()))
+	pidOf(t, p)
+}
+
+func TestCloseKillsEveryAgent(t *testing.T) {
+	rt := New("")
+	p := startFake(t, rt, agent.Spec{Role: "server", Serves: true})
+	pid, err := strconv.Atoi(pidOf(t, p))
+	require.NoError(t, err)
+	require.NoError(t, rt.Close())
+	require.Error(t, syscall.Kill(pid, 0), "the agent process is gone after Close")
+	_, err = rt.Start(context.Background(), agent.Spec{Role: "server"})
+	require.Error(t, err)
+}
+
+func TestAgentThatNeverServesIsReported(t *testing.T) {
+	rt := New("")
+	t.Cleanup(func() { rt.Close() })
+	bin, err := os.Executable()
+	require.NoError(t, err)
+	rt.binary = bin
+	dir := t.TempDir()
+	_, err = rt.Start(context.Background(), agent.Spec{Role: "client", Serves: true, Args: []string{"--exit", "1"},
+		StateDir: dir, LogPath: filepath.Join(dir, "log")})
+	require.ErrorContains(t, err, "exited before it was ready")
+}

@@ -1,0 +1,150 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chaosrun/chaosrun/internal/dur"
+)
+
+// Kind names, as written in experiment files. They are stable.
+const (
+	KindIdleTimeout      = "idle_timeout"
+	KindReset            = "reset"
+	KindLatency          = "latency"
+	KindBandwidth        = "bandwidth"
+	KindSlicer           = "slicer"
+	KindLimitData        = "limit_data"
+	KindPartition        = "partition"
+	KindHTTPStatus       = "http_status"
+	KindRestart          = "restart"
+	KindCrash            = "crash"
+	KindPause            = "pause"
+	KindExpireSession    = "expire_session"
+	KindTerminateSession = "terminate_session"
+)
+
+// ErrUnknownKind is returned for a fault kind the catalogue does not have.
+var ErrUnknownKind = errors.New("unknown fault kind")
+
+// Params is the parameters of one fault kind as an experiment states them:
+// durations at real-world scale, scaled only when the fault is planned. The
+// implementations are the params structs of this package (one per kind,
+// see [NewParams]); their fields carry yaml and json tags, so a loader
+// decodes an experiment's params: mapping straight into them.
+type Params interface {
+	// Validate checks the parameters. Its message starts with the name of
+	// the offending field as written in the file ("idle: must be positive").
+	Validate() error
+
+	// window is the length of the fault's scheduled effect.
+	window() dur.Duration
+	// hold is how long the fault stays before it is healed; 0 means until
+	// the run ends (for faults that are healed at all).
+	hold() dur.Duration
+	// inject applies the fault and returns how to heal it (nil for an
+	// instant fault) and a line describing what was done.
+	inject(ctx context.Context, r *run, in Injection) (heal, string, error)
+}
+
+// heal undoes an injected fault.
+type heal func(ctx context.Context) error
+
+var catalogue = map[string]func() Params{
+	KindIdleTimeout:      func() Params { return new(IdleTimeout) },
+	KindReset:            func() Params { return new(Reset) },
+	KindLatency:          func() Params { return new(Latency) },
+	KindBandwidth:        func() Params { return new(Bandwidth) },
+	KindSlicer:           func() Params { return new(Slicer) },
+	KindLimitData:        func() Params { return new(LimitData) },
+	KindPartition:        func() Params { return new(Partition) },
+	KindHTTPStatus:       func() Params { return new(HTTPStatus) },
+	KindRestart:          func() Params { return new(Restart) },
+	KindCrash:            func() Params { return new(Crash) },
+	KindPause:            func() Params { return new(Pause) },
+	KindExpireSession:    func() Params { return new(ExpireSession) },
+	KindTerminateSession: func() Params { return new(TerminateSession) },
+}
+
+// Kinds lists every fault kind, sorted.
+func Kinds() []string {
+	out := make([]string, 0, len(catalogue))
+	for k := range catalogue {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NewParams returns a pointer to the zero params struct of kind, ready to
+// decode an experiment's params: mapping into. An absent mapping leaves it
+// zero, which Validate judges like any other value.
+func NewParams(kind string) (Params, error) {
+	mk, ok := catalogue[kind]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownKind, kind, strings.Join(Kinds(), ", "))
+	}
+	return mk(), nil
+}
+
+// Streams of a proxy connection a toxic can act on.
+const (
+	Upstream   = "upstream"   // client to server
+	Downstream = "downstream" // server to client
+)
+
+func positive(field string, d dur.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%s: must be positive", field)
+	}
+	return nil
+}
+
+func notNegative(field string, d dur.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%s: must not be negative", field)
+	}
+	return nil
+}
+
+func oneOf(field, v string, allowed ...string) error {
+	if slices.Contains(allowed, v) {
+		return nil
+	}
+	if len(allowed) == 2 {
+		return fmt.Errorf("%s: must be %s or %s, got %q", field, allowed[0], allowed[1], v)
+	}
+	return fmt.Errorf("%s: must be one of %s, got %q", field, strings.Join(allowed, ", "), v)
+}
+
+// stream checks an optional stream field; empty means downstream.
+func stream(s string) (string, error) {
+	if s == "" {
+		return Downstream, nil
+	}
+	return s, oneOf("stream", s, Upstream, Downstream)
+}
+
+// millis scales d and rounds it to whole milliseconds, the unit of
+// Toxiproxy's attributes. A positive duration never rounds down to 0, which
+// several toxics read as "off".
+func millis(d dur.Duration, scale float64) int64 {
+	return units(d, scale, time.Millisecond)
+}
+
+func micros(d dur.Duration, scale float64) int64 {
+	return units(d, scale, time.Microsecond)
+}
+
+func units(d dur.Duration, scale float64, unit time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	n := math.Round(float64(d.Scale(scale)) / float64(unit))
+	return int64(max(1, n))
+}

@@ -1,0 +1,103 @@
+package faults
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/chaosrun/chaosrun/internal/dur"
+)
+
+// MaxRepeat bounds how many times one fault is repeated.
+const MaxRepeat = 10000
+
+// Spec is one entry of an experiment's faults list, at real-world scale.
+type Spec struct {
+	Kind   string
+	At     dur.Duration // offset from the workload's start
+	Params Params       // nil: the kind's zero params
+	Repeat *Repeat
+}
+
+// Repeat injects a fault Count times in all, Every apart, each time shifted
+// later by a seeded random offset of at most Jitter.
+type Repeat struct {
+	Every  dur.Duration
+	Count  int
+	Jitter dur.Duration
+}
+
+// Validate checks a repeat block; messages start with the field name.
+func (r Repeat) Validate() error {
+	if r.Count < 1 || r.Count > MaxRepeat {
+		return fmt.Errorf("count: must be between 1 and %d, got %d", MaxRepeat, r.Count)
+	}
+	if err := positive("every", r.Every); err != nil {
+		return err
+	}
+	if r.Jitter < 0 || r.Jitter > r.Every {
+		return fmt.Errorf("jitter: must be between 0 and every (%s)", r.Every)
+	}
+	return nil
+}
+
+// Injection is one planned injection of a fault, at run scale.
+type Injection struct {
+	Index  int           // position of the fault in the experiment's list
+	Repeat int           // which repetition: 0 for the first
+	Kind   string        // the fault kind
+	At     time.Duration // scaled offset from the workload's start
+	// Window is the scaled length of the fault's scheduled effect — the
+	// idle timeout for idle_timeout, For for windowed faults, 0 for instant
+	// ones — which a runner adds up into the run's scheduled time.
+	Window time.Duration
+	// Hold is how long, scaled, the fault stays before it is healed; 0
+	// means until the run ends (instant faults are never healed).
+	Hold   time.Duration
+	Params Params  // as written, at real-world scale
+	Scale  float64 // the time scale the injection runs at
+}
+
+// Plan expands specs into the injections of a run, sorted by time (ties
+// keep the order of the list). A one-shot reset is planned at its time
+// plus its After, when it takes effect. Every offset and window is multiplied by
+// timeScale (a non-positive scale counts as 1). Jitter is drawn
+// from a generator seeded by seed and the fault's index, so the same seed
+// gives the same schedule and adding a fault leaves the others' jitter
+// alone. A repeat count is held between 1 and [MaxRepeat].
+func Plan(specs []Spec, timeScale float64, seed int64) []Injection {
+	if timeScale <= 0 {
+		timeScale = 1
+	}
+	var out []Injection
+	for i, s := range specs {
+		params := s.Params
+		if params == nil {
+			params, _ = NewParams(s.Kind) // nil for an unknown kind: Run reports it
+		}
+		count, every, jitter := 1, dur.Duration(0), dur.Duration(0)
+		if s.Repeat != nil {
+			count, every, jitter = min(max(s.Repeat.Count, 1), MaxRepeat), s.Repeat.Every, s.Repeat.Jitter
+		}
+		rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
+		for k := range count {
+			at := s.At + dur.Duration(k)*every
+			if d, ok := params.(interface{ delay() dur.Duration }); ok {
+				at += d.delay()
+			}
+			if jitter > 0 {
+				at += dur.Duration(rng.Int64N(int64(jitter) + 1))
+			}
+			in := Injection{Index: i, Repeat: k, Kind: s.Kind, At: at.Scale(timeScale), Params: params, Scale: timeScale}
+			if params != nil {
+				in.Window = params.window().Scale(timeScale)
+				in.Hold = params.hold().Scale(timeScale)
+			}
+			out = append(out, in)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Injection) int { return cmp.Compare(a.At, b.At) })
+	return out
+}

@@ -1,0 +1,319 @@
+package faults
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/chaosrun/chaosrun/internal/runclock"
+)
+
+// ErrInjection marks the error [Run] returns when an injection or its heal
+// failed; the failure is also in the fault log.
+var ErrInjection = errors.New("fault injection failed")
+
+const (
+	// healTimeout bounds a heal that runs after the run's context ended.
+	healTimeout = 30 * time.Second
+	// lingerToxic is the zero-toxicity reset_peer that makes closes RSTs.
+	lingerToxic = "chaosrun-linger"
+)
+
+// Processes restarts and pauses the agents of a run. The runtime (child
+// processes or containers) implements it.
+type Processes interface {
+	// Restart stops the agent in role — SIGTERM and wait when graceful,
+	// SIGKILL otherwise — and starts it again with the same arguments and
+	// state.
+	Restart(ctx context.Context, role string, graceful bool) error
+	// Pause freezes the agent (SIGSTOP, a container pause).
+	Pause(ctx context.Context, role string) error
+	// Resume thaws a paused agent.
+	Resume(ctx context.Context, role string) error
+}
+
+// Env is what an injector needs from the runner. Only the handles the plan's
+// kinds use must be set: Toxiproxy and Proxy for proxy faults, Processes
+// for process faults, ControlURL for session faults.
+type Env struct {
+	Clock runclock.Clock // the run's base clock; fault windows are logged on it
+	// WorkloadStart is the offset on Clock at which the workload starts;
+	// injection times are relative to it.
+	WorkloadStart time.Duration
+	Toxiproxy     *toxiclient.Client // the proxy agent's API
+	Proxy         string             // the name of the proxy between client and server
+	Processes     Processes
+	// ControlURL is the server's control base URL: session faults POST to
+	// {ControlURL}/control/expire and /control/terminate.
+	ControlURL string
+	HTTPClient *http.Client // for the control calls; nil uses a 10 s timeout client
+	Log        *Log         // receives one entry per injection
+	// Progress, if set, hears of every injection, heal and failure as it
+	// happens. Calls are serialised; it must return quickly.
+	Progress func(Event)
+}
+
+// Phase is what happened to an injection.
+type Phase string
+
+// Phases of an injection, in the order they happen.
+const (
+	PhaseInjected Phase = "injected"
+	PhaseHealed   Phase = "healed" // only for faults that are healed
+	PhaseFailed   Phase = "failed" // the injection or its heal failed
+)
+
+// Event reports progress of one injection to [Env.Progress].
+type Event struct {
+	Phase  Phase
+	Index  int // position of the fault in the experiment's list
+	Repeat int
+	Kind   string
+	Target string
+	At     time.Duration // on the run's clock
+	Detail string
+	Err    error // set when Phase is PhaseFailed
+}
+
+// Run injects the plan: it waits for each injection's time (WorkloadStart
+// plus the injection's offset, on env.Clock; an injection already due is
+// applied at once), injects it, heals it once its hold has passed, and
+// heals everything still in effect when ctx ends — a runner cancels ctx
+// when the workload is over. Injections run concurrently, so a slow one
+// never delays the next. Each injection that was attempted is logged to
+// env.Log with its window on the clock; one whose time comes after ctx
+// ended is neither applied nor logged. A failed injection or heal is
+// logged with its error and does not stop the others; Run returns once
+// every injection is done, with the failures joined and marked
+// [ErrInjection].
+//
+// When the plan asks for resets (a reset fault, or an idle_timeout with
+// close: reset), Run first installs a zero-toxicity reset_peer on the
+// proxy and keeps it until it returns. Toxiproxy then gives every
+// connection opened meanwhile SO_LINGER 0, so every close of those
+// connections — by any fault, or by either peer — reaches the other side
+// as an RST. Start Run before the workload opens its connections: the ones
+// already open close with a FIN.
+func Run(ctx context.Context, env Env, plan []Injection) error {
+	if env.Log == nil {
+		return errors.New("faults: run: no fault log")
+	}
+	r := &run{env: env, http: env.HTTPClient, holds: map[string]int{}}
+	if r.http == nil {
+		r.http = &http.Client{Timeout: 10 * time.Second}
+	}
+	if wantsRST(plan) {
+		if err := r.addLinger(); err != nil {
+			return fmt.Errorf("faults: run: %w", err)
+		}
+	}
+	errs := make([]error, len(plan), len(plan)+1)
+	var wg sync.WaitGroup
+	for i, in := range plan {
+		wg.Go(func() { errs[i] = r.one(ctx, in) })
+	}
+	wg.Wait()
+	if r.linger {
+		if err := r.removeToxic(lingerToxic); err != nil {
+			errs = append(errs, fmt.Errorf("faults: run: remove %s: %w", lingerToxic, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func wantsRST(plan []Injection) bool {
+	for _, in := range plan {
+		switch p := in.Params.(type) {
+		case *Reset:
+			return true
+		case *IdleTimeout:
+			if p.Close == CloseReset {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// run is the state of one Run.
+type run struct {
+	env    Env
+	http   *http.Client
+	linger bool // the reset_peer marker is installed
+
+	mu    sync.Mutex
+	holds map[string]int // shared effects (refuse, pause of a role) by key → holders
+
+	progress sync.Mutex
+}
+
+// one waits for, applies, heals and logs one injection.
+func (r *run) one(ctx context.Context, in Injection) error {
+	if !sleepUntil(ctx, r.env.Clock, r.env.WorkloadStart+in.At) {
+		return nil
+	}
+	e := Entry{Index: in.Index, Repeat: in.Repeat, Kind: in.Kind, Target: r.target(in), Params: paramsMap(in.Params)}
+	start := r.env.Clock.Now()
+	e.StartUS = start.Microseconds()
+	h, detail, err := r.inject(ctx, in)
+	e.Detail = detail
+	if err != nil {
+		return r.end(&e, fmt.Errorf("inject: %w", err))
+	}
+	r.emit(PhaseInjected, &e, e.StartUS, nil)
+	if h == nil {
+		return r.end(&e, nil)
+	}
+	if in.Hold > 0 {
+		sleepUntil(ctx, r.env.Clock, start+in.Hold)
+	} else {
+		<-ctx.Done()
+	}
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
+	defer cancel()
+	if err := h(hctx); err != nil {
+		return r.end(&e, fmt.Errorf("heal: %w", err))
+	}
+	r.emit(PhaseHealed, &e, r.env.Clock.Micros(), nil)
+	return r.end(&e, nil)
+}
+
+func (r *run) inject(ctx context.Context, in Injection) (heal, string, error) {
+	if in.Params == nil {
+		return nil, "", fmt.Errorf("%w %q", ErrUnknownKind, in.Kind)
+	}
+	if err := in.Params.Validate(); err != nil {
+		return nil, "", err
+	}
+	return in.Params.inject(ctx, r, in)
+}
+
+// end closes and writes an injection's log entry.
+func (r *run) end(e *Entry, err error) error {
+	e.EndUS = r.env.Clock.Micros()
+	if err != nil {
+		e.Error = err.Error()
+		r.emit(PhaseFailed, e, e.EndUS, err)
+		err = fmt.Errorf("%w: %s (fault %d, repeat %d): %w", ErrInjection, e.Kind, e.Index, e.Repeat, err)
+	}
+	if werr := r.env.Log.Write(*e); werr != nil {
+		return errors.Join(err, fmt.Errorf("faults: %w", werr))
+	}
+	return err
+}
+
+func (r *run) emit(ph Phase, e *Entry, atUS int64, err error) {
+	if r.env.Progress == nil {
+		return
+	}
+	r.progress.Lock()
+	defer r.progress.Unlock()
+	r.env.Progress(Event{
+		Phase: ph, Index: e.Index, Repeat: e.Repeat, Kind: e.Kind, Target: e.Target,
+		At: time.Duration(atUS) * time.Microsecond, Detail: e.Detail, Err: err,
+	})
+}
+
+// target names what an injection acts on: the proxy, an agent's role, or
+// the server for session faults.
+func (r *run) target(in Injection) string {
+	switch p := in.Params.(type) {
+	case *Restart:
+		return p.Role
+	case *Crash:
+		return p.Role
+	case *Pause:
+		return p.Role
+	case *ExpireSession, *TerminateSession:
+		return "server"
+	case nil:
+		return ""
+	}
+	return r.env.Proxy
+}
+
+// paramsMap is the params as written, for the log.
+func paramsMap(p Params) map[string]any {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil || len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func (r *run) processes() (Processes, error) {
+	if r.env.Processes == nil {
+		return nil, errors.New("no process control in this run")
+	}
+	return r.env.Processes, nil
+}
+
+// shared applies an effect several injections may hold at once (the
+// proxy's refusal, a role's pause): on runs for the first holder, off when
+// the last one heals.
+func (r *run) shared(ctx context.Context, key string, on, off func(context.Context) error, detail string) (heal, string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.holds[key] == 0 {
+		if err := on(ctx); err != nil {
+			return nil, "", err
+		}
+	} else {
+		detail += " (already in effect)"
+	}
+	r.holds[key]++
+	h := func(ctx context.Context) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.holds[key]--
+		if r.holds[key] > 0 {
+			return nil
+		}
+		return off(ctx)
+	}
+	return h, detail, nil
+}
+
+func sleepUntil(ctx context.Context, c runclock.Clock, at time.Duration) bool {
+	return sleep(ctx, at-c.Now()) == nil
+}
+
+// sleep waits for d or until ctx ends, whichever is first.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func formatAttrs(attrs toxiclient.Attributes) string {
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%v", k, attrs[k])
+	}
+	return b.String()
+}

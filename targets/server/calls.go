@@ -1,0 +1,246 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/server/store"
+)
+
+// start answers a request: at once for everything but tools/call, whose
+// tool runs on its own goroutine.
+func (s *Server) start(c *call) {
+	switch c.method {
+	case mcp.MethodInitialize:
+		s.answer(c, mcp.InitializeResult{
+			ProtocolVersion: c.sess.version,
+			Capabilities:    json.RawMessage(`{"tools":{}}`),
+			ServerInfo:      serverInfo,
+		})
+	case mcp.MethodPing:
+		s.answer(c, struct{}{})
+	case mcp.MethodToolsList:
+		s.answer(c, toolList)
+	case mcp.MethodToolsCall:
+		if c.tool == "" {
+			s.respond(c, mcp.NewError(c.id, mcp.CodeInvalidParams, "unknown tool or malformed tools/call params"), false)
+			return
+		}
+		s.launch(c)
+	default:
+		s.respond(c, mcp.NewError(c.id, mcp.CodeMethodNotFound, "method not found: "+c.method), false)
+	}
+}
+
+func (s *Server) answer(c *call, result any) {
+	msg, err := mcp.NewResult(c.id, result)
+	if err != nil {
+		msg = mcp.NewError(c.id, mcp.CodeInternalError, err.Error())
+	}
+	s.respond(c, msg, false)
+}
+
+// launch runs c's tool. The tool's context is the server's, not the
+// request's: a dropped connection does not cancel it (disconnect is not
+// cancel); notifications/cancelled, the shutdown deadline and Close do.
+func (s *Server) launch(c *call) {
+	ctx, cancel := context.WithCancelCause(s.toolCtx)
+	c.ran = true
+	c.sess.setCancel(c.key, cancel)
+	s.calls.add()
+	go func() {
+		defer s.calls.done()
+		defer cancel(nil)
+		s.run(ctx, c)
+	}()
+}
+
+func (s *Server) run(ctx context.Context, c *call) {
+	s.record(sideeffects.Record{Kind: sideeffects.KindCallStarted, Tool: c.tool, OrderID: c.orderID,
+		Session: c.sess.id, Client: c.sess.client, RequestID: c.key})
+	var out outcome
+	if c.tool == mcp.ToolCharge {
+		out = s.charge(ctx, c)
+	} else {
+		out = s.chatty(ctx, c)
+	}
+	if out.interrupted {
+		if errors.Is(context.Cause(ctx), errCancelled) {
+			s.settleCancelled(c)
+			s.finished(c, false, "cancelled")
+			return
+		}
+		// The server is stopping: the call stays in flight in the store, and
+		// a restarted file store resolves it as interrupted_by_restart.
+		s.log.Info("call left unresolved", "session", c.sess.id, "request", c.key, "cause", context.Cause(ctx))
+		return
+	}
+	if !s.respond(c, out.message(c.id), out.isError) && out.reason == "" {
+		out.reason = "result_dropped"
+	}
+	s.finished(c, out.isError, out.reason)
+}
+
+func (s *Server) finished(c *call, isError bool, reason string) {
+	if reason == "" {
+		reason = "ok"
+	}
+	s.record(sideeffects.Record{Kind: sideeffects.KindCallFinished, Tool: c.tool, OrderID: c.orderID,
+		Session: c.sess.id, Client: c.sess.client, RequestID: c.key, IsError: isError, Reason: reason})
+}
+
+// respond writes the response to c's request on its stream, or hands it to
+// the waiting JSON response, and retires the request. A tool's result is
+// recorded in the ledger as written (before it is written, so no client can
+// see a result the ledger lacks) or as dropped. It reports whether the
+// response went anywhere.
+func (s *Server) respond(c *call, msg mcp.Message, isError bool) bool {
+	defer c.sess.retire(c.key)
+	data, err := json.Marshal(msg)
+	if err != nil {
+		s.log.Warn("encoding a response", "session", c.sess.id, "request", c.key, "err", err)
+		return false
+	}
+	if c.kind == store.KindJSON {
+		return s.respondJSON(c, data, isError)
+	}
+	var before func(int64)
+	if c.ran {
+		before = func(id int64) {
+			s.record(c.resultRecord(sideeffects.KindResultWritten, id, isError, ""))
+		}
+	}
+	_, err = c.sess.log.Append(c.stream, data, c.key, before)
+	return s.delivered(c, err, isError)
+}
+
+func (s *Server) respondJSON(c *call, data json.RawMessage, isError bool) bool {
+	if err := c.sess.log.Settle(c.stream, c.key); err != nil {
+		return s.delivered(c, err, isError)
+	}
+	reason := "connection_closed"
+	if wt := c.sess.waiter(c.stream); wt != nil {
+		reason = wt.deliver(data, func() {
+			if c.ran {
+				s.record(c.resultRecord(sideeffects.KindResultWritten, 0, isError, ""))
+			}
+		})
+	}
+	if reason == "" {
+		return true
+	}
+	if c.ran {
+		s.record(c.resultRecord(sideeffects.KindResultDropped, 0, isError, reason))
+	}
+	return false
+}
+
+// delivered accounts for a failed write of c's response.
+func (s *Server) delivered(c *call, err error, isError bool) bool {
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, store.ErrSessionClosed):
+		if c.ran {
+			s.record(c.resultRecord(sideeffects.KindResultDropped, 0, isError, "session_gone"))
+		}
+	default:
+		s.log.Warn("response not written", "session", c.sess.id, "request", c.key, "err", err)
+	}
+	return false
+}
+
+func (c *call) resultRecord(kind sideeffects.Kind, eventID int64, isError bool, reason string) sideeffects.Record {
+	r := sideeffects.Record{Kind: kind, Session: c.sess.id, Client: c.sess.client, RequestID: c.key,
+		Tool: c.tool, OrderID: c.orderID, EventID: eventID, IsError: isError, Reason: reason}
+	if kind == sideeffects.KindResultWritten {
+		r.Stream = c.stream.String()
+	}
+	return r
+}
+
+// settleCancelled retires a cancelled request: no response is sent, as the
+// specification asks.
+func (s *Server) settleCancelled(c *call) {
+	defer c.sess.retire(c.key)
+	if err := c.sess.log.Settle(c.stream, c.key); err != nil && !errors.Is(err, store.ErrSessionClosed) {
+		s.log.Warn("settling a cancelled call", "session", c.sess.id, "request", c.key, "err", err)
+	}
+	if c.kind == store.KindJSON {
+		if wt := c.sess.waiter(c.stream); wt != nil {
+			wt.deliver(nil, nil)
+		}
+	}
+}
+
+// jsonWaiter collects the responses of a POST answered as application/json.
+type jsonWaiter struct {
+	mu        sync.Mutex
+	left      int
+	out       []json.RawMessage
+	abandoned string
+	ready     chan struct{}
+}
+
+// deliver adds a response (nil for a cancelled request), calling onDeliver
+// first. It returns why the response could not be delivered, or "".
+func (wt *jsonWaiter) deliver(data json.RawMessage, onDeliver func()) string {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	if wt.abandoned != "" {
+		return wt.abandoned
+	}
+	if onDeliver != nil {
+		onDeliver()
+	}
+	if data != nil {
+		wt.out = append(wt.out, data)
+	}
+	wt.left--
+	if wt.left == 0 {
+		close(wt.ready)
+	}
+	return ""
+}
+
+func (wt *jsonWaiter) abandon(reason string) {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	wt.abandoned = reason
+}
+
+func (wt *jsonWaiter) responses() []json.RawMessage {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	return wt.out
+}
+
+func (sess *session) addWaiter(st store.StreamID, n int) *jsonWaiter {
+	wt := &jsonWaiter{left: n, ready: make(chan struct{})}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.waiters == nil {
+		sess.waiters = map[store.StreamID]*jsonWaiter{}
+	}
+	sess.waiters[st] = wt
+	return wt
+}
+
+func (sess *session) removeWaiter(st store.StreamID) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if wt := sess.waiters[st]; wt != nil {
+		wt.abandon("connection_closed")
+		delete(sess.waiters, st)
+	}
+}
+
+func (sess *session) waiter(st store.StreamID) *jsonWaiter {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.waiters[st]
+}

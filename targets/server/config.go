@@ -1,0 +1,120 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/chaosrun/chaosrun/internal/runclock"
+	"github.com/chaosrun/chaosrun/sideeffects"
+)
+
+// Answers to an unhonourable Last-Event-ID (Config.OnUnresumable).
+const (
+	// OnUnresumableGone answers 410 with a machine-readable body naming the
+	// stream's head, so the client can resume at head and surface the gap.
+	OnUnresumableGone = "gone"
+	// OnUnresumableSilentHead answers 200 and continues at the stream's head
+	// without a word: the incident's bug, kept so experiments can reproduce
+	// silent event loss.
+	OnUnresumableSilentHead = "silent_head"
+)
+
+// Event stores (Config.EventStore).
+const (
+	EventStoreMemory = "memory"
+	EventStoreFile   = "file"
+)
+
+// Config configures a [Server]. The zero value is a valid in-memory server
+// with unbounded retention.
+type Config struct {
+	// RetentionEvents bounds each session's event log; 0 is unbounded.
+	RetentionEvents int
+	// RetentionAge evicts events older than this; 0 is no age limit.
+	RetentionAge time.Duration
+	// OnUnresumable is "gone" (default) or "silent_head".
+	OnUnresumable string
+	// EventStore is "memory" (default) or "file".
+	EventStore string
+	// StorePath is the journal of the file store; required for "file".
+	StorePath string
+	// SessionTTL expires a session idle this long; 0 never expires.
+	SessionTTL time.Duration
+	// Keepalive writes an SSE comment this often on every open SSE
+	// connection; 0 is off.
+	Keepalive time.Duration
+	// Retry is sent as the `retry:` field of priming events on 2025-11-25
+	// streams; 0 omits it.
+	Retry time.Duration
+	// DefaultChargeDuration is how long charge runs when the call gives no
+	// duration_ms.
+	DefaultChargeDuration time.Duration
+	// AllowedOrigins, when non-empty, answers 403 to a request whose Origin
+	// header is present and not listed.
+	AllowedOrigins []string
+	// Recorder receives tool side effects and server observations; nil is
+	// a fresh sideeffects.NewMemory().
+	Recorder sideeffects.Recorder
+	// Source is Record.Source on every ledger record; default "reference".
+	Source string
+	// Clock times ledger records; the zero value starts a clock at New.
+	Clock runclock.Clock
+	// Logger receives debug and info logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// validate checks every field and fills defaults. Errors name the field as
+// the experiment file spells it.
+func (c *Config) validate() error {
+	var errs []error
+	nonNegative := func(field string, d time.Duration) {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s: must not be negative, got %s", field, d))
+		}
+	}
+	if c.RetentionEvents < 0 {
+		errs = append(errs, fmt.Errorf("retention_events: must not be negative, got %d", c.RetentionEvents))
+	}
+	nonNegative("retention_age", c.RetentionAge)
+	nonNegative("session_ttl", c.SessionTTL)
+	nonNegative("keepalive", c.Keepalive)
+	nonNegative("retry", c.Retry)
+	nonNegative("default_charge_duration", c.DefaultChargeDuration)
+	switch c.OnUnresumable {
+	case "":
+		c.OnUnresumable = OnUnresumableGone
+	case OnUnresumableGone, OnUnresumableSilentHead:
+	default:
+		errs = append(errs, fmt.Errorf("on_unresumable: must be gone or silent_head, got %q", c.OnUnresumable))
+	}
+	switch c.EventStore {
+	case "":
+		c.EventStore = EventStoreMemory
+	case EventStoreMemory, EventStoreFile:
+	default:
+		errs = append(errs, fmt.Errorf("event_store: must be memory or file, got %q", c.EventStore))
+	}
+	if c.EventStore == EventStoreFile && c.StorePath == "" {
+		errs = append(errs, errors.New("store_path: required when event_store is file"))
+	}
+	for i, o := range c.AllowedOrigins {
+		if o == "" {
+			errs = append(errs, fmt.Errorf("allowed_origins[%d]: must not be empty", i))
+		}
+	}
+	if c.Recorder == nil {
+		c.Recorder = sideeffects.NewMemory()
+	}
+	if c.Source == "" {
+		c.Source = "reference"
+	}
+	if c.Clock.Base().IsZero() {
+		c.Clock = runclock.Start()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return errors.Join(errs...)
+}

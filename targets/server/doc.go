@@ -1,0 +1,113 @@
+// Package server is chaosrun's reference MCP server: a spec-following
+// Streamable HTTP server (protocol versions 2025-03-26, 2025-06-18 and
+// 2025-11-25) whose every knob is real behaviour an experiment can put
+// under fault. `chaosrun agent server` wraps it.
+//
+// # Endpoint /mcp
+//
+// POST carries JSON-RPC requests, notifications and responses. Requests
+// are answered on a text/event-stream response when the Accept header
+// allows it, else as application/json; the SSE response ends once every
+// request of the POST has its response written. Notifications and
+// responses alone get 202. GET opens the standalone SSE stream, or, with
+// Last-Event-ID, resumes the stream that id belongs to. DELETE ends the
+// session. initialize creates a session with a 128-bit random id
+// (Mcp-Session-Id, hex) and negotiates the client's version when supported,
+// else the latest.
+//
+// Checks run in a fixed order and the first failing one answers: Origin not
+// allowed (403), method (405), shutting down (503), Content-Type (415),
+// Accept (406), body over 4 MiB (413), unparsable body (400 with a JSON-RPC
+// error, id null), MCP-Protocol-Version present but not one supported
+// version (400), initialize in a batch or with a session id (400), no
+// Mcp-Session-Id (400), unknown or ended session (404), MCP-Protocol-Version
+// different from the session's (400), a batch on a session newer than
+// 2025-03-26 (400), then for a resume a malformed or never-issued
+// Last-Event-ID (400), a stream already attached (409), and an
+// unhonourable id (410 or silent_head, below).
+//
+// An absent MCP-Protocol-Version header means the session's negotiated
+// version. The specification's fallback to 2025-03-26 applies when a server
+// has no other way to know the version; a session is such a way, so a
+// client that omits the header is neither refused nor downgraded.
+//
+// # Event log and resumption
+//
+// Every session numbers its events 1, 2, 3, ... across its streams, and
+// each id belongs to one stream (package store). A connection is only a
+// viewport onto a stream: when it drops, the stream and the tool behind it
+// carry on, and a GET with Last-Event-ID replays that stream's events after
+// the id, then continues live (for a POST stream, until its response is
+// written). A stream takes one connection at a time: a second gets 409
+// {"error":"stream_attached"} after a short grace for a dead connection to
+// be noticed. On 2025-11-25 sessions every newly opened stream starts with
+// a priming event (an id, empty data) carrying `retry:` when Config.Retry
+// is set.
+//
+// Retention keeps at most Config.RetentionEvents events per session and
+// none older than Config.RetentionAge. A Last-Event-ID L on stream S is
+// honourable while no event of S newer than L has been evicted. When it is
+// not, "gone" answers 410 with
+// {"error":"resume_window_exceeded","last_event_id":L,"oldest_retained_id":M,"head_event_id":H},
+// H being S's newest id (resuming at H is honourable) and M its oldest
+// retained id (0 if none). "silent_head" answers 200 and continues at head
+// without a word: that is the incident's bug, kept so experiments can
+// reproduce silent event loss. A live connection that falls behind
+// retention is ended under "gone" (its resume then meets the 410) and
+// silently moved to head under "silent_head".
+//
+// # Tools
+//
+// charge {order_id, amount_cents, idempotency_key?, duration_ms?} runs for
+// duration_ms (Config.DefaultChargeDuration when 0 or absent), then records
+// exactly one ledger charge, or charge_deduplicated when its idempotency
+// key was charged before (the file store remembers keys across restarts).
+// chatty {events, interval_ms} emits events numbered notifications/progress
+// (progress 1..events, total events), one per interval, on the call's
+// stream. It uses the request's _meta.progressToken and, when there is
+// none, the request id as the token: a liberty, since the specification
+// sends progress only to clients that asked for it, and the harness wants
+// the events either way. A call answered as JSON cannot carry events, so
+// its progress goes to the standalone stream.
+//
+// A tool keeps running when its POST connection drops (disconnect is not
+// cancel) and when its session ends; only notifications/cancelled, the
+// shutdown deadline and Close stop it. Its result goes to the event log for
+// a later resume, or is recorded as dropped when the session is gone.
+//
+// # Ledger
+//
+// Every observation goes to Config.Recorder with a fresh id, the run
+// clock's time and Config.Source: session_opened (client, detail =
+// protocol version) and session_closed (deleted | expired | terminated |
+// shutdown); call_started and call_finished; charge and
+// charge_deduplicated; event_emitted, recorded before the event is written
+// to the log; result_written (before the result is written; event_id 0 for
+// a JSON answer) or result_dropped. Results are recorded for tool calls
+// only, not for initialize, ping or tools/list.
+//
+// # Sessions
+//
+// A session is idle when no request of it is in progress and no connection
+// is attached; a running tool does not keep it alive. After Config.SessionTTL
+// idle it expires: later requests get 404 and the ledger records
+// session_closed "expired". The control endpoint can expire a session, or
+// terminate it with an SSE `close` event on its attached connections.
+//
+// # Stores and restarts
+//
+// The "memory" store dies with the process. The "file" store (package
+// store) journals sessions, streams, events, pending requests and
+// idempotency keys with fsync before anything depends on them, so a
+// restart, graceful or SIGKILL, loses nothing a client was sent. On start
+// every request left pending is resolved, a tool call with an error result
+// whose structuredContent is {"error":"interrupted_by_restart"}: the
+// client must treat that as an unknown outcome.
+//
+// # Control endpoint
+//
+// On the same listener, for the harness: GET /control/healthz,
+// GET /control/status ({"sessions","inflight_calls","attached_streams"}),
+// POST /control/expire[?session=ID] and POST /control/terminate[?session=ID]
+// (both answer {"sessions":[ids]}).
+package server

@@ -1,0 +1,288 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets/server/store"
+)
+
+// Reasons a session ends (ledger session_closed).
+const (
+	reasonDeleted    = "deleted"
+	reasonExpired    = "expired"
+	reasonTerminated = "terminated"
+	reasonShutdown   = "shutdown"
+)
+
+// attachGrace is how long a request to attach a stream waits for the
+// connection currently attached to let go before answering 409. A client
+// that lost its connection often reconnects before the server has noticed
+// the old one is dead; the grace keeps that race from looking like a
+// conflict.
+const attachGrace = 200 * time.Millisecond
+
+// session is the live state of one session around its log: requests in
+// progress, connections attached to its streams, calls that can be
+// cancelled, and the idle timer.
+type session struct {
+	log     *store.Session
+	id      string
+	version string
+	client  string
+	done    chan struct{} // closed when the session ends
+
+	mu       sync.Mutex
+	active   int // requests in progress, attached connections included
+	gen      int // bumped on every begin, so a stale idle timer does nothing
+	timer    *time.Timer
+	ended    bool
+	reason   string
+	attached map[store.StreamID]*attachment
+	inflight map[string]context.CancelCauseFunc // request key → cancel (nil until a tool runs)
+	waiters  map[store.StreamID]*jsonWaiter
+}
+
+// attachment is a connection attached to a stream.
+type attachment struct{ detached chan struct{} }
+
+func newSession(ls *store.Session) *session {
+	info := ls.Info()
+	return &session{log: ls, id: info.ID, version: info.Version, client: info.Client, done: make(chan struct{})}
+}
+
+// newSessionID returns 128 crypto-random bits in hex.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+// openSession creates a session that already counts one request in
+// progress (the initialize); the caller must leave it.
+func (s *Server) openSession(version, client string) (*session, error) {
+	info := store.SessionInfo{ID: newSessionID(), Version: version, Client: client, Created: time.Now()}
+	ls, err := s.store.CreateSession(info)
+	if err != nil {
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	sess := newSession(ls)
+	sess.active = 1
+	s.mu.Lock()
+	s.sessions[sess.id] = sess
+	s.mu.Unlock()
+	s.record(sideeffects.Record{Kind: sideeffects.KindSessionOpened, Session: sess.id, Client: client, Detail: version})
+	s.log.Info("session opened", "session", sess.id, "client", client, "protocol", version)
+	return sess, nil
+}
+
+func (s *Server) lookup(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
+}
+
+func (s *Server) liveSessions() []*session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		out = append(out, sess)
+	}
+	return out
+}
+
+// begin counts a request in progress and pauses the idle timer. It reports
+// false once the session has ended.
+func (sess *session) begin() bool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.ended {
+		return false
+	}
+	sess.active++
+	sess.gen++
+	if sess.timer != nil {
+		sess.timer.Stop()
+		sess.timer = nil
+	}
+	return true
+}
+
+// leave ends a request in progress; the last one out starts the idle timer.
+func (s *Server) leave(sess *session) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	sess.active--
+	if sess.active == 0 && !sess.ended {
+		s.armIdleLocked(sess)
+	}
+}
+
+func (s *Server) armIdleLocked(sess *session) {
+	if s.cfg.SessionTTL <= 0 {
+		return
+	}
+	gen := sess.gen
+	sess.timer = time.AfterFunc(s.cfg.SessionTTL, func() { s.expireIdle(sess, gen) })
+}
+
+// expireIdle ends a session whose idle timer ran out, unless a request
+// arrived since the timer was armed.
+func (s *Server) expireIdle(sess *session, gen int) {
+	if s.stopped() {
+		return
+	}
+	sess.mu.Lock()
+	idle := sess.active == 0 && sess.gen == gen && !sess.ended
+	sess.mu.Unlock()
+	if idle {
+		s.endSession(sess, reasonExpired)
+	}
+}
+
+// endSession ends a session: later requests get 404, attached connections
+// end (with a close event when terminated), the log is closed, and the
+// ledger hears of it. It reports false if the session had already ended.
+func (s *Server) endSession(sess *session, reason string) bool {
+	sess.mu.Lock()
+	if sess.ended {
+		sess.mu.Unlock()
+		return false
+	}
+	sess.ended, sess.reason = true, reason
+	if sess.timer != nil {
+		sess.timer.Stop()
+		sess.timer = nil
+	}
+	close(sess.done)
+	sess.mu.Unlock()
+
+	s.mu.Lock()
+	delete(s.sessions, sess.id)
+	s.mu.Unlock()
+	if err := sess.log.Close(reason); err != nil {
+		s.log.Warn("closing session log", "session", sess.id, "err", err)
+	}
+	s.record(sideeffects.Record{Kind: sideeffects.KindSessionClosed, Session: sess.id, Client: sess.client, Reason: reason})
+	s.log.Info("session closed", "session", sess.id, "reason", reason)
+	return true
+}
+
+func (sess *session) endReason() string {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.reason
+}
+
+type attachResult int
+
+const (
+	attached attachResult = iota
+	attachConflict
+	attachGone
+)
+
+// attach claims stream st for one connection, waiting up to attachGrace for
+// a previous connection to let go.
+func (sess *session) attach(ctx context.Context, st store.StreamID) (*attachment, attachResult) {
+	grace := time.NewTimer(attachGrace)
+	defer grace.Stop()
+	for {
+		sess.mu.Lock()
+		if sess.ended {
+			sess.mu.Unlock()
+			return nil, attachGone
+		}
+		old := sess.attached[st]
+		if old == nil {
+			a := &attachment{detached: make(chan struct{})}
+			if sess.attached == nil {
+				sess.attached = map[store.StreamID]*attachment{}
+			}
+			sess.attached[st] = a
+			sess.mu.Unlock()
+			return a, attached
+		}
+		sess.mu.Unlock()
+		select {
+		case <-old.detached:
+		case <-grace.C:
+			return nil, attachConflict
+		case <-ctx.Done():
+			return nil, attachConflict
+		}
+	}
+}
+
+func (sess *session) detach(st store.StreamID, a *attachment) {
+	sess.mu.Lock()
+	if sess.attached[st] == a {
+		delete(sess.attached, st)
+	}
+	sess.mu.Unlock()
+	close(a.detached)
+}
+
+func (sess *session) attachments() []*attachment {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	out := make([]*attachment, 0, len(sess.attached))
+	for _, a := range sess.attached {
+		out = append(out, a)
+	}
+	return out
+}
+
+// claim registers request keys as in flight. It returns the index of the
+// first key that is already in flight (or repeated within keys), claiming
+// nothing then.
+func (sess *session) claim(keys []string) (int, bool) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	seen := map[string]bool{}
+	for i, k := range keys {
+		if _, busy := sess.inflight[k]; busy || seen[k] {
+			return i, false
+		}
+		seen[k] = true
+	}
+	if sess.inflight == nil {
+		sess.inflight = map[string]context.CancelCauseFunc{}
+	}
+	for _, k := range keys {
+		sess.inflight[k] = nil
+	}
+	return 0, true
+}
+
+func (sess *session) setCancel(key string, cancel context.CancelCauseFunc) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if _, ok := sess.inflight[key]; ok {
+		sess.inflight[key] = cancel
+	}
+}
+
+// cancel cancels the running tool of request key, if any.
+func (sess *session) cancel(key string) bool {
+	sess.mu.Lock()
+	cancel := sess.inflight[key]
+	sess.mu.Unlock()
+	if cancel == nil {
+		return false
+	}
+	cancel(errCancelled)
+	return true
+}
+
+func (sess *session) retire(key string) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	delete(sess.inflight, key)
+}

@@ -135,9 +135,13 @@ func (s *Server) chatty(ctx context.Context, c *call) outcome {
 	if c.kind == store.KindJSON {
 		target = store.Standalone
 	}
+	// Event i is due at start + i*interval: pacing by the schedule, not by
+	// sleeping after each emission, keeps the tool's duration what the call
+	// asked for however long the ledger takes to acknowledge an event.
 	interval := time.Duration(a.IntervalMS) * time.Millisecond
+	start := time.Now()
 	for i := 1; i <= a.Events; i++ {
-		if !sleep(ctx, interval) {
+		if !sleep(ctx, time.Until(start.Add(time.Duration(i)*interval))) {
 			return outcome{interrupted: true}
 		}
 		if err := s.emitProgress(c, target, token, i, a.Events); err != nil {

@@ -40,14 +40,15 @@ func (d Duration) Scale(f float64) time.Duration {
 
 func (d Duration) String() string { return time.Duration(d).String() }
 
-// UnmarshalYAML accepts a duration string or the integer 0.
+// UnmarshalYAML accepts a duration string or the integer 0. Its errors
+// start with "line N column C:", so a loader can point at the value.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("a duration must be a string like 90s")
+		return fmt.Errorf("line %d column %d: a duration must be a string like 90s", n.Line, n.Column)
 	}
 	v, err := Parse(n.Value)
 	if err != nil {
-		return err
+		return fmt.Errorf("line %d column %d: %w", n.Line, n.Column, err)
 	}
 	*d = v
 	return nil

@@ -1,0 +1,149 @@
+package check
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Verdicts.
+const (
+	Pass         = "pass"
+	Fail         = "fail"
+	Inconclusive = "inconclusive"
+)
+
+// Result statuses.
+const (
+	Held     = "held"
+	Violated = "violated"
+)
+
+// The assumption and invariant ids. They are stable: experiment files, JSON
+// and JUnit reports use them.
+const (
+	FaultHit               = "fault_hit"
+	NoDuplicateSideEffects = "no_duplicate_side_effects"
+	NoSilentEventLoss      = "no_silent_event_loss"
+	NoSessionFork          = "no_session_fork"
+	NoOrphanedResults      = "no_orphaned_results"
+	OutcomesResolved       = "outcomes_resolved"
+)
+
+// InvariantIDs lists the invariants in the order a verdict reports them.
+var InvariantIDs = []string{
+	NoDuplicateSideEffects, NoSilentEventLoss, NoSessionFork, NoOrphanedResults, OutcomesResolved,
+}
+
+// MaxEvidence bounds the evidence lines of one result; the rest are counted
+// in Result.Omitted.
+const MaxEvidence = 10
+
+// VerdictFile is the name of the serialised verdict in a result folder.
+const VerdictFile = "verdict.json"
+
+// Verdict is the checker's judgement of one run. Its JSON form is
+// verdict.json: fields in declaration order, deterministic for a given input.
+type Verdict struct {
+	// Verdict is pass (the assumption and every invariant held), fail (the
+	// assumption held and some invariant was violated) or inconclusive (the
+	// assumption did not hold, whatever the invariants say).
+	Verdict string `json:"verdict"`
+	// Violations lists the ids of the violated invariants, in InvariantIDs
+	// order; empty, not absent, when none was.
+	Violations  []string `json:"violations"`
+	Assumptions []Result `json:"assumptions"`
+	Invariants  []Result `json:"invariants"`
+	Figures     Figures  `json:"figures"`
+}
+
+// Result is the outcome of one assumption or invariant.
+type Result struct {
+	ID      string `json:"id"`
+	Status  string `json:"status"` // held | violated
+	Summary string `json:"summary"`
+	// Evidence names the records that prove the status, such as
+	// "ledger n=12: ..." or "history line 34: ...", at most MaxEvidence.
+	Evidence []string `json:"evidence,omitempty"`
+	Omitted  int      `json:"omitted,omitempty"` // evidence lines left off
+}
+
+// Held reports whether the result held.
+func (r Result) Held() bool { return r.Status == Held }
+
+// Result returns the invariant or assumption with the given id.
+func (v Verdict) Result(id string) (Result, bool) {
+	for _, r := range append(append([]Result(nil), v.Assumptions...), v.Invariants...) {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return Result{}, false
+}
+
+// WriteJSON writes v as indented JSON with a final newline.
+func (v Verdict) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("verdict: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("verdict: %w", err)
+	}
+	return nil
+}
+
+// SaveVerdict writes v to path (verdict.json).
+func SaveVerdict(path string, v Verdict) error {
+	var buf bytes.Buffer
+	if err := v.WriteJSON(&buf); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("verdict: %w", err)
+	}
+	return nil
+}
+
+// LoadVerdict reads a verdict.json. Unknown fields are errors.
+func LoadVerdict(path string) (Verdict, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("verdict: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var v Verdict
+	if err := dec.Decode(&v); err != nil {
+		return Verdict{}, fmt.Errorf("verdict %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// evidence collects at most MaxEvidence lines and counts the rest.
+type evidence struct {
+	lines   []string
+	omitted int
+}
+
+func (e *evidence) add(format string, args ...any) {
+	if len(e.lines) >= MaxEvidence {
+		e.omitted++
+		return
+	}
+	e.lines = append(e.lines, fmt.Sprintf(format, args...))
+}
+
+func (e *evidence) result(id string, held bool, summary string) Result {
+	status := Violated
+	if held {
+		status = Held
+	}
+	return Result{ID: id, Status: status, Summary: summary, Evidence: e.lines, Omitted: e.omitted}
+}
+
+// seconds renders microseconds on the run's clock as seconds, the unit a
+// person reads a timeline in.
+func seconds(us int64) string { return fmt.Sprintf("%.3fs", float64(us)/1e6) }

@@ -1,0 +1,455 @@
+package sideeffects
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/chaosrun/chaosrun/targets/history"
+	"github.com/chaosrun/chaosrun/targets/mcp"
+)
+
+// Accounts is the ledger read against the clients' history: what the system
+// under test did, next to what its clients saw. [Account] computes it; the
+// checker turns it into invariants and figures.
+//
+// Ledger references are record numbers (N). History references are lines:
+// the 1-based position of a record in the history slice, which is its line
+// in history.jsonl when the file has no blank lines.
+type Accounts struct {
+	Charges      int          // charge records
+	Duplicates   []Duplicate  // orders charged more than once, by order id
+	Events       EventCounts  // totals over Streams
+	Streams      []Stream     // streams with an emitted event, by session, then request id
+	Sessions     []Session    // by N of session_opened
+	Forks        []Fork       // in the order the forking sessions opened
+	Results      int          // streams with a result written
+	Orphaned     []Orphan     // results nobody read, by N
+	Calls        []Call       // in the order of their first invoke
+	BlindRetries []BlindRetry // in time order
+}
+
+// DuplicateCharges is how many charges exceed one per order.
+func (a *Accounts) DuplicateCharges() int {
+	n := 0
+	for _, d := range a.Duplicates {
+		n += len(d.Charges) - 1
+	}
+	return n
+}
+
+// Duplicate is an order charged more than once.
+type Duplicate struct {
+	OrderID string
+	Charges []int64 // N of each charge record, ascending
+}
+
+// StreamKey names a call stream: the response stream of one request in one
+// session, resumed by GET with Last-Event-ID.
+type StreamKey struct {
+	Session   string
+	RequestID string
+}
+
+// EventCounts splits the events emitted on streams. Every emitted event is
+// exactly one of: received; lost inside a gap the client surfaced; lost
+// silently (missing, outside every surfaced gap, and positioned before
+// something the client later received on the stream, or before the stream's
+// result it received); or unread (after the client's last observation of a
+// stream it abandoned). Emitted = Received + LostSilent + LostSurfaced + Unread.
+type EventCounts struct {
+	Emitted      int
+	Received     int
+	LostSilent   int
+	LostSurfaced int
+	Unread       int
+}
+
+func (c *EventCounts) add(o EventCounts) {
+	c.Emitted += o.Emitted
+	c.Received += o.Received
+	c.LostSilent += o.LostSilent
+	c.LostSurfaced += o.LostSurfaced
+	c.Unread += o.Unread
+}
+
+// Stream is the account of one call stream. Events are matched by
+// (session, request id, seq); ledger event_emitted and history event
+// records with seq 0 (priming and other unnumbered events) are not counted.
+type Stream struct {
+	StreamKey
+	EventCounts
+	Silent     []Event // the events lost silently, by seq
+	Gaps       []int   // lines of the surfaced gaps that held lost events
+	Later      int     // line of the client's furthest observation of the stream; 0 if none
+	ResultRead bool    // the client received the stream's result (ok, or fail with an event id)
+}
+
+// Event is one emitted event: its ledger record, event id and seq.
+type Event struct {
+	N       int64
+	EventID int64
+	Seq     int64
+}
+
+// Session is one server session from the ledger.
+type Session struct {
+	ID       string
+	Client   string
+	Opened   int64 // N of session_opened
+	OpenedUS int64
+	Closed   int64 // N of the first session_closed; 0 if live at the end of the run
+	ClosedUS int64
+}
+
+// Fork is a session opened for a logical client while another session of
+// the same client was still live.
+type Fork struct {
+	Client string
+	Live   Session
+	New    Session
+}
+
+// Orphan is a result the server wrote to a stream that no client outcome
+// ever read. An outcome (ok, fail or unknown) with the same session and
+// request id reads it when it carries the result's event id, or when it
+// was recorded at or after the result was written: a client that reads an
+// error result saying the outcome cannot be known (the server restarted
+// mid-call) concludes unknown, and an SDK client cannot see event ids. An
+// outcome recorded before the result was written, without its event id, is
+// a client that gave up on the stream, and the result it left behind is
+// orphaned.
+type Orphan struct {
+	StreamKey
+	N       int64 // of the result_written record
+	EventID int64
+}
+
+// Call is one logical call of one client, over all its attempts.
+type Call struct {
+	Client  string
+	ID      string
+	OrderID string
+	Tool    string
+	Invokes int   // attempts
+	First   int   // line of the first invoke
+	StartUS int64 // time of the first invoke
+	// Outcome is the kind of the last outcome (ok, fail or unknown) that
+	// follows the call's last invoke; empty when no outcome does, which
+	// leaves the call unresolved.
+	Outcome history.Kind
+	Last    int   // line of that outcome, or of the last invoke when unresolved
+	EndUS   int64 // time of the outcome; 0 when unresolved
+}
+
+// Resolved reports whether the call's last attempt ended ok, fail or unknown.
+func (c Call) Resolved() bool { return c.Outcome != "" }
+
+// BlindRetry is an invoke of a non-idempotent order after the client had
+// concluded an earlier attempt of it had an unknown outcome.
+type BlindRetry struct {
+	Client  string
+	Call    string
+	OrderID string
+	Unknown int // line of the unknown outcome
+	Invoke  int // line of the retry
+}
+
+// Account reads the ledger against the history. A charge is non-idempotent
+// unless a ledger charge record of its order carries an idempotency key; other
+// tools are idempotent. Time order in the history is t_us, then line.
+func Account(ledger []Record, hist []history.Record) Accounts {
+	a := newAccountant()
+	for i := range ledger {
+		a.ledgerRecord(&ledger[i])
+	}
+	for i := range hist {
+		a.historyRecord(i+1, &hist[i])
+	}
+	out := Accounts{Charges: a.charges, Results: len(a.results)}
+	out.Duplicates = a.duplicates()
+	out.Streams, out.Events = a.streamAccounts()
+	out.Sessions = a.sessionList()
+	out.Forks = forks(out.Sessions)
+	out.Orphaned = a.orphans()
+	out.Calls, out.BlindRetries = a.callAccounts(hist)
+	return out
+}
+
+// accountant gathers what Account needs in one pass over each input.
+type accountant struct {
+	charges  int
+	byOrder  map[string][]int64
+	keyed    map[string]bool   // orders charged under an idempotency key
+	toolOf   map[string]string // order id to tool, from call_started
+	streams  map[StreamKey]*streamState
+	sessGaps map[string][]gapRef // gaps surfaced for a whole session
+	opened   map[string]Session
+	closed   map[string]Record
+	results  map[StreamKey]writtenRef
+	outcomes map[StreamKey][]outcomeRef // every ok, fail and unknown of a stream
+}
+
+// outcomeRef is when an outcome was recorded and the event id it read.
+type outcomeRef struct {
+	tus, eventID int64
+}
+
+type streamState struct {
+	emitted    []Event
+	received   []int64 // seqs
+	maxEventID int64
+	maxSeq     int64
+	later      int
+	resultRead bool
+	gaps       []gapRef
+}
+
+// writtenRef is the first result_written record of a stream.
+type writtenRef struct {
+	n, eventID, tus int64
+}
+
+type gapRef struct {
+	from, to int64
+	line     int
+}
+
+func newAccountant() *accountant {
+	return &accountant{
+		byOrder:  map[string][]int64{},
+		keyed:    map[string]bool{},
+		toolOf:   map[string]string{},
+		streams:  map[StreamKey]*streamState{},
+		sessGaps: map[string][]gapRef{},
+		opened:   map[string]Session{},
+		closed:   map[string]Record{},
+		results:  map[StreamKey]writtenRef{},
+		outcomes: map[StreamKey][]outcomeRef{},
+	}
+}
+
+func (a *accountant) stream(k StreamKey) *streamState {
+	s := a.streams[k]
+	if s == nil {
+		s = &streamState{}
+		a.streams[k] = s
+	}
+	return s
+}
+
+func (a *accountant) ledgerRecord(r *Record) {
+	key := StreamKey{Session: r.Session, RequestID: r.RequestID}
+	switch r.Kind {
+	case KindCharge:
+		a.charges++
+		a.byOrder[r.OrderID] = append(a.byOrder[r.OrderID], r.N)
+		a.keyed[r.OrderID] = a.keyed[r.OrderID] || r.IdempotencyKey != ""
+	case KindChargeDeduplicated:
+		a.keyed[r.OrderID] = a.keyed[r.OrderID] || r.IdempotencyKey != ""
+	case KindCallStarted:
+		if r.OrderID != "" && r.Tool != "" {
+			a.toolOf[r.OrderID] = r.Tool
+		}
+	case KindEventEmitted:
+		if r.Seq > 0 {
+			s := a.stream(key)
+			s.emitted = append(s.emitted, Event{N: r.N, EventID: r.EventID, Seq: r.Seq})
+		}
+	case KindResultWritten:
+		if w, seen := a.results[key]; !seen || r.N < w.n {
+			a.results[key] = writtenRef{n: r.N, eventID: r.EventID, tus: r.TUS}
+		}
+	case KindSessionOpened:
+		if o, seen := a.opened[r.Session]; !seen || r.N < o.Opened {
+			a.opened[r.Session] = Session{ID: r.Session, Client: r.Client, Opened: r.N, OpenedUS: r.TUS}
+		}
+	case KindSessionClosed:
+		if c, seen := a.closed[r.Session]; !seen || r.N < c.N {
+			a.closed[r.Session] = *r
+		}
+	}
+}
+
+func (a *accountant) historyRecord(line int, h *history.Record) {
+	key := StreamKey{Session: h.Session, RequestID: h.RequestID}
+	switch h.Kind {
+	case history.KindEvent:
+		if h.Seq <= 0 {
+			return
+		}
+		s := a.stream(key)
+		s.received = append(s.received, h.Seq)
+		if (h.EventID > s.maxEventID || h.Seq > s.maxSeq) && !s.resultRead {
+			s.later = line
+		}
+		s.maxSeq = max(s.maxSeq, h.Seq)
+		s.maxEventID = max(s.maxEventID, h.EventID)
+	case history.KindOK, history.KindFail:
+		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID})
+		if h.Kind == history.KindOK || h.EventID > 0 {
+			s := a.stream(key)
+			s.maxEventID = max(s.maxEventID, h.EventID)
+			s.resultRead, s.later = true, line
+		}
+	case history.KindUnknown:
+		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID})
+	case history.KindGap:
+		g := gapRef{from: h.FromEventID, to: h.ToEventID, line: line}
+		if h.RequestID == "" {
+			a.sessGaps[h.Session] = append(a.sessGaps[h.Session], g)
+		} else {
+			s := a.stream(key)
+			s.gaps = append(s.gaps, g)
+		}
+	}
+}
+
+func (a *accountant) duplicates() []Duplicate {
+	var out []Duplicate
+	for order, ns := range a.byOrder {
+		if len(ns) > 1 {
+			out = append(out, Duplicate{OrderID: order, Charges: slices.Sorted(slices.Values(ns))})
+		}
+	}
+	slices.SortFunc(out, func(x, y Duplicate) int { return cmp.Compare(x.OrderID, y.OrderID) })
+	return out
+}
+
+func (a *accountant) streamAccounts() ([]Stream, EventCounts) {
+	var out []Stream
+	var total EventCounts
+	for key, s := range a.streams {
+		if len(s.emitted) == 0 {
+			continue
+		}
+		st := s.settle(key, a.sessGaps[key.Session])
+		total.add(st.EventCounts)
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(x, y Stream) int {
+		return cmp.Or(cmp.Compare(x.Session, y.Session), cmp.Compare(x.RequestID, y.RequestID))
+	})
+	return out, total
+}
+
+// settle classifies every emitted event of the stream; see [EventCounts].
+func (s *streamState) settle(key StreamKey, sessGaps []gapRef) Stream {
+	slices.SortFunc(s.emitted, func(x, y Event) int { return cmp.Or(cmp.Compare(x.Seq, y.Seq), cmp.Compare(x.N, y.N)) })
+	emitted := slices.CompactFunc(s.emitted, func(x, y Event) bool { return x.Seq == y.Seq })
+	slices.Sort(s.received)
+	received := slices.Compact(s.received)
+	out := Stream{StreamKey: key, Later: s.later, ResultRead: s.resultRead}
+	out.Emitted = len(emitted)
+	gapLines := map[int]bool{}
+	j := 0
+	for _, e := range emitted {
+		for j < len(received) && received[j] < e.Seq {
+			j++
+		}
+		switch g, inGap := coveringGap(e.EventID, s.gaps, sessGaps); {
+		case j < len(received) && received[j] == e.Seq:
+			out.Received++
+		case inGap:
+			out.LostSurfaced++
+			gapLines[g] = true
+		case s.resultRead || e.EventID < s.maxEventID || e.Seq < s.maxSeq:
+			out.LostSilent++
+			out.Silent = append(out.Silent, e)
+		default:
+			out.Unread++
+		}
+	}
+	out.Gaps = slices.Sorted(func(yield func(int) bool) {
+		for l := range gapLines {
+			if !yield(l) {
+				return
+			}
+		}
+	})
+	return out
+}
+
+// coveringGap returns the line of a surfaced gap (from, to] holding id.
+func coveringGap(id int64, lists ...[]gapRef) (int, bool) {
+	for _, gaps := range lists {
+		for _, g := range gaps {
+			if g.from < id && id <= g.to {
+				return g.line, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func (a *accountant) sessionList() []Session {
+	out := make([]Session, 0, len(a.opened))
+	for id, s := range a.opened {
+		if c, ok := a.closed[id]; ok {
+			s.Closed, s.ClosedUS = c.N, c.TUS
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(x, y Session) int { return cmp.Compare(x.Opened, y.Opened) })
+	return out
+}
+
+// forks finds, per logical client, each session opened while an earlier
+// session of the client was still live (closed strictly after the opening).
+// Sessions without a client cannot be attributed and are skipped.
+func forks(sessions []Session) []Fork {
+	byClient := map[string][]Session{}
+	for _, s := range sessions {
+		if s.Client != "" {
+			byClient[s.Client] = append(byClient[s.Client], s)
+		}
+	}
+	var out []Fork
+	for client, ss := range byClient {
+		slices.SortStableFunc(ss, func(x, y Session) int {
+			return cmp.Or(cmp.Compare(x.OpenedUS, y.OpenedUS), cmp.Compare(x.Opened, y.Opened))
+		})
+		var latest Session // the earlier session that stays live longest
+		latestEnd := int64(math.MinInt64)
+		for _, s := range ss {
+			if s.OpenedUS < latestEnd {
+				out = append(out, Fork{Client: client, Live: latest, New: s})
+			}
+			if end := endUS(s); end > latestEnd {
+				latest, latestEnd = s, end
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y Fork) int { return cmp.Compare(x.New.Opened, y.New.Opened) })
+	return out
+}
+
+func endUS(s Session) int64 {
+	if s.Closed == 0 {
+		return math.MaxInt64
+	}
+	return s.ClosedUS
+}
+
+func (a *accountant) orphans() []Orphan {
+	var out []Orphan
+	for key, w := range a.results {
+		read := slices.ContainsFunc(a.outcomes[key], func(o outcomeRef) bool {
+			return (o.eventID != 0 && o.eventID == w.eventID) || o.tus >= w.tus
+		})
+		if !read {
+			out = append(out, Orphan{StreamKey: key, N: w.n, EventID: w.eventID})
+		}
+	}
+	slices.SortFunc(out, func(x, y Orphan) int { return cmp.Compare(x.N, y.N) })
+	return out
+}
+
+// nonIdempotent reports whether repeating an invoke of tool for order could
+// charge twice.
+func (a *accountant) nonIdempotent(tool, order string) bool {
+	if tool == "" {
+		tool = a.toolOf[order]
+	}
+	return tool == mcp.ToolCharge && !a.keyed[order]
+}

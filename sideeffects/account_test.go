@@ -1,0 +1,279 @@
+package sideeffects
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/targets/history"
+)
+
+// numbered gives records ids and numbers in order, as the store would.
+func numbered(recs ...Record) []Record {
+	for i := range recs {
+		recs[i].N = int64(i + 1)
+		recs[i].ID = fmt.Sprint("rec-", i+1)
+	}
+	return recs
+}
+
+// emits returns event_emitted records for seqs first..last of a stream,
+// with event id base+seq.
+func emits(session, req string, first, last, base int64) []Record {
+	var out []Record
+	for seq := first; seq <= last; seq++ {
+		out = append(out, Record{Kind: KindEventEmitted, Session: session, RequestID: req, EventID: base + seq, Seq: seq})
+	}
+	return out
+}
+
+// got returns history event records for the given seqs of a stream.
+func got(session, req string, base int64, seqs ...int64) []history.Record {
+	var out []history.Record
+	for _, seq := range seqs {
+		out = append(out, history.Record{Kind: history.KindEvent, Client: "c", Session: session, RequestID: req, EventID: base + seq, Seq: seq})
+	}
+	return out
+}
+
+func TestAccountDuplicates(t *testing.T) {
+	ledger := numbered(
+		Record{Kind: KindCharge, OrderID: "o-1", AmountCents: 1},
+		Record{Kind: KindCharge, OrderID: "o-2", AmountCents: 1},
+		Record{Kind: KindChargeDeduplicated, OrderID: "o-2", IdempotencyKey: "k"},
+		Record{Kind: KindCharge, OrderID: "o-1", AmountCents: 1},
+		Record{Kind: KindCharge, OrderID: "o-1", AmountCents: 1},
+	)
+	a := Account(ledger, nil)
+	assert.Equal(t, 4, a.Charges)
+	assert.Equal(t, []Duplicate{{OrderID: "o-1", Charges: []int64{1, 4, 5}}}, a.Duplicates)
+	assert.Equal(t, 2, a.DuplicateCharges())
+	assert.Empty(t, Account(ledger[:3], nil).Duplicates)
+}
+
+func TestAccountEvents(t *testing.T) {
+	cat := func(lists ...[]Record) []Record {
+		var out []Record
+		for _, l := range lists {
+			out = append(out, l...)
+		}
+		return out
+	}
+	hcat := func(lists ...[]history.Record) []history.Record {
+		var out []history.Record
+		for _, l := range lists {
+			out = append(out, l...)
+		}
+		return out
+	}
+	ok := func(req string, eventID int64) []history.Record {
+		return []history.Record{{Kind: history.KindOK, Client: "c", Session: "s", RequestID: req, EventID: eventID}}
+	}
+	gap := func(req string, from, to int64) []history.Record {
+		return []history.Record{{Kind: history.KindGap, Client: "c", Session: "s", RequestID: req, FromEventID: from, ToEventID: to}}
+	}
+	tests := []struct {
+		name   string
+		ledger []Record
+		hist   []history.Record
+		want   EventCounts
+		silent []int64 // seqs lost silently
+	}{
+		{"all received, replays counted once", emits("s", "1", 1, 3, 10),
+			hcat(got("s", "1", 10, 1, 2, 2, 3), ok("1", 14)), EventCounts{Emitted: 3, Received: 3}, nil},
+		{"missing before a later event", emits("s", "1", 1, 5, 10),
+			got("s", "1", 10, 1, 2, 5), EventCounts{Emitted: 5, Received: 3, LostSilent: 2}, []int64{3, 4}},
+		{"missing tail before the result read", emits("s", "1", 1, 5, 10),
+			hcat(got("s", "1", 10, 1, 2), ok("1", 0)), EventCounts{Emitted: 5, Received: 2, LostSilent: 3}, []int64{3, 4, 5}},
+		{"missing inside a surfaced gap", emits("s", "1", 1, 5, 10),
+			hcat(got("s", "1", 10, 1, 2), gap("1", 12, 14), got("s", "1", 10, 5), ok("1", 16)),
+			EventCounts{Emitted: 5, Received: 3, LostSurfaced: 2}, nil},
+		{"gap surfaced for the whole session", emits("s", "1", 1, 4, 10),
+			hcat(got("s", "1", 10, 1), gap("", 11, 13), got("s", "1", 10, 4)),
+			EventCounts{Emitted: 4, Received: 2, LostSurfaced: 2}, nil},
+		{"gap of another stream does not cover", emits("s", "1", 1, 3, 10),
+			hcat(got("s", "1", 10, 1), gap("2", 10, 20), got("s", "1", 10, 3)),
+			EventCounts{Emitted: 3, Received: 2, LostSilent: 1}, []int64{2}},
+		{"abandoned stream: the rest is unread", emits("s", "1", 1, 5, 10),
+			got("s", "1", 10, 1, 2), EventCounts{Emitted: 5, Received: 2, Unread: 3}, nil},
+		{"a fail without a result does not read the stream", emits("s", "1", 1, 3, 10),
+			hcat(got("s", "1", 10, 1), []history.Record{{Kind: history.KindFail, Session: "s", RequestID: "1", Reason: "gave up"}}),
+			EventCounts{Emitted: 3, Received: 1, Unread: 2}, nil},
+		{"a fail with a result does", emits("s", "1", 1, 3, 10),
+			hcat(got("s", "1", 10, 1), []history.Record{{Kind: history.KindFail, Session: "s", RequestID: "1", EventID: 14}}),
+			EventCounts{Emitted: 3, Received: 1, LostSilent: 2}, []int64{2, 3}},
+		{"unnumbered events are not counted", cat(emits("s", "1", 0, 2, 10)),
+			got("s", "1", 10, 0, 1, 2), EventCounts{Emitted: 2, Received: 2}, nil},
+		{"events received on another session do not match", emits("s", "1", 1, 2, 10),
+			hcat(got("t", "1", 10, 1, 2), ok("1", 0)), EventCounts{Emitted: 2, LostSilent: 2}, []int64{1, 2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := Account(numbered(tc.ledger...), tc.hist)
+			assert.Equal(t, tc.want, a.Events)
+			require.Len(t, a.Streams, 1)
+			var seqs []int64
+			for _, e := range a.Streams[0].Silent {
+				seqs = append(seqs, e.Seq)
+			}
+			assert.Equal(t, tc.silent, seqs)
+		})
+	}
+}
+
+func TestAccountStreamEvidence(t *testing.T) {
+	hist := append(got("s", "1", 10, 1), history.Record{Kind: history.KindGap, Session: "s", RequestID: "1", FromEventID: 11, ToEventID: 12})
+	hist = append(hist, got("s", "1", 10, 4)...)
+	a := Account(numbered(emits("s", "1", 1, 4, 10)...), hist)
+	require.Len(t, a.Streams, 1)
+	s := a.Streams[0]
+	assert.Equal(t, StreamKey{Session: "s", RequestID: "1"}, s.StreamKey)
+	assert.Equal(t, []int{2}, s.Gaps, "the gap's history line")
+	assert.Equal(t, 3, s.Later, "the line of the furthest event received")
+	assert.Equal(t, []Event{{N: 3, EventID: 13, Seq: 3}}, s.Silent)
+}
+
+func TestAccountForks(t *testing.T) {
+	open := func(session, client string, t int64) Record {
+		return Record{Kind: KindSessionOpened, Session: session, Client: client, TUS: t}
+	}
+	closed := func(session string, t int64) Record {
+		return Record{Kind: KindSessionClosed, Session: session, Reason: "expired", TUS: t}
+	}
+	tests := []struct {
+		name   string
+		ledger []Record
+		forks  [][2]string // live, new
+	}{
+		{"one session", []Record{open("a", "c1", 0)}, nil},
+		{"second session while the first is live", []Record{open("a", "c1", 0), open("b", "c1", 10)}, [][2]string{{"a", "b"}}},
+		{"second session after the first closed", []Record{open("a", "c1", 0), closed("a", 10), open("b", "c1", 10)}, nil},
+		{"closed after the second opened", []Record{open("a", "c1", 0), open("b", "c1", 10), closed("a", 11)}, [][2]string{{"a", "b"}}},
+		{"different clients", []Record{open("a", "c1", 0), open("b", "c2", 10)}, nil},
+		{"sessions without a client", []Record{open("a", "", 0), open("b", "", 10)}, nil},
+		{"three at once", []Record{open("a", "c1", 0), open("b", "c1", 5), open("c", "c1", 9)}, [][2]string{{"a", "b"}, {"a", "c"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := Account(numbered(tc.ledger...), nil)
+			var forks [][2]string
+			for _, f := range a.Forks {
+				forks = append(forks, [2]string{f.Live.ID, f.New.ID})
+			}
+			assert.Equal(t, tc.forks, forks)
+		})
+	}
+	a := Account(numbered(open("a", "c1", 3), closed("a", 8)), nil)
+	assert.Equal(t, []Session{{ID: "a", Client: "c1", Opened: 1, OpenedUS: 3, Closed: 2, ClosedUS: 8}}, a.Sessions)
+}
+
+func TestAccountOrphans(t *testing.T) {
+	written := func(session, req string, eventID int64) Record {
+		return Record{Kind: KindResultWritten, Session: session, RequestID: req, EventID: eventID}
+	}
+	ledger := numbered(
+		written("s", "1", 5),
+		written("s", "2", 9),
+		written("t", "3", 0),
+		Record{Kind: KindResultDropped, Session: "u", RequestID: "4", Reason: "session gone"},
+		written("s", "2", 9), // written again: one stream, one orphan
+	)
+	hist := []history.Record{
+		{Kind: history.KindOK, Session: "s", RequestID: "1", EventID: 5},
+		{Kind: history.KindFail, Session: "t", RequestID: "3"},
+		{Kind: history.KindOK, Session: "x", RequestID: "2"},
+	}
+	a := Account(ledger, hist)
+	assert.Equal(t, 3, a.Results)
+	assert.Equal(t, []Orphan{{StreamKey: StreamKey{Session: "s", RequestID: "2"}, N: 2, EventID: 9}}, a.Orphaned)
+}
+
+func TestAccountOutcomeReadsOnlyAResultAlreadyWrittenOrNamed(t *testing.T) {
+	written := []Record{{Kind: KindResultWritten, Session: "s", RequestID: "1", EventID: 4, TUS: 100}}
+	type outcome struct {
+		kind    history.Kind
+		at      int64
+		eventID int64
+	}
+	tests := []struct {
+		name     string
+		outcomes []outcome
+		orphaned bool
+	}{
+		{"the client read the result and concluded unknown", []outcome{{history.KindUnknown, 150, 0}}, false},
+		{"the client gave up before the result was written", []outcome{{history.KindUnknown, 50, 0}}, true},
+		{"gave up, then read it on a later attempt", []outcome{{history.KindUnknown, 50, 0}, {history.KindUnknown, 120, 0}}, false},
+		{"a naive client failed before the result was written", []outcome{{history.KindFail, 50, 0}}, true},
+		{"ok naming the result's event id", []outcome{{history.KindOK, 90, 4}}, false},
+		{"ok without an event id, after the result (an SDK client)", []outcome{{history.KindOK, 110, 0}}, false},
+		{"fail naming another event", []outcome{{history.KindFail, 50, 3}}, true},
+		{"no outcome at all", nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var hist []history.Record
+			for _, o := range tc.outcomes {
+				hist = append(hist, history.Record{TUS: o.at, Kind: o.kind, Session: "s", RequestID: "1", EventID: o.eventID})
+			}
+			a := Account(numbered(written...), hist)
+			assert.Equal(t, tc.orphaned, len(a.Orphaned) == 1)
+		})
+	}
+}
+
+func TestAccountCalls(t *testing.T) {
+	inv := func(t int64, client, call, tool string) history.Record {
+		return history.Record{TUS: t, Kind: history.KindInvoke, Client: client, Call: call, Tool: tool}
+	}
+	out := func(t int64, kind history.Kind, client, call string) history.Record {
+		return history.Record{TUS: t, Kind: kind, Client: client, Call: call}
+	}
+	tests := []struct {
+		name     string
+		ledger   []Record
+		hist     []history.Record
+		outcomes []history.Kind
+		invokes  []int
+		retries  []BlindRetry
+	}{
+		{"ok", nil, []history.Record{inv(1, "c", "a", "charge"), out(2, history.KindOK, "c", "a")},
+			[]history.Kind{history.KindOK}, []int{1}, nil},
+		{"retried after a break, then ok", nil, []history.Record{inv(1, "c", "a", "charge"),
+			{TUS: 2, Kind: history.KindStreamBreak, Client: "c", Call: "a"}, inv(3, "c", "a", "charge"), out(4, history.KindOK, "c", "a")},
+			[]history.Kind{history.KindOK}, []int{2}, nil},
+		{"never ended", nil, []history.Record{inv(1, "c", "a", "charge")}, []history.Kind{""}, []int{1}, nil},
+		{"same call id, two clients", nil, []history.Record{inv(1, "c", "a", "chatty"), inv(1, "d", "a", "chatty"), out(2, history.KindFail, "d", "a")},
+			[]history.Kind{"", history.KindFail}, []int{1, 1}, nil},
+		{"unknown, then a blind retry", nil, []history.Record{inv(1, "c", "a", "charge"), out(2, history.KindUnknown, "c", "a"), inv(3, "c", "a", "charge")},
+			[]history.Kind{""}, []int{2}, []BlindRetry{{Client: "c", Call: "a", OrderID: "a", Unknown: 2, Invoke: 3}}},
+		{"lines out of time order", nil, []history.Record{inv(3, "c", "a", "charge"), inv(1, "c", "a", "charge"), out(2, history.KindUnknown, "c", "a")},
+			[]history.Kind{""}, []int{2}, []BlindRetry{{Client: "c", Call: "a", OrderID: "a", Unknown: 3, Invoke: 1}}},
+		{"unknown then retry of a keyed charge", []Record{{Kind: KindCharge, OrderID: "a", AmountCents: 1, IdempotencyKey: "k"}},
+			[]history.Record{inv(1, "c", "a", "charge"), out(2, history.KindUnknown, "c", "a"), inv(3, "c", "a", "charge"), out(4, history.KindOK, "c", "a")},
+			[]history.Kind{history.KindOK}, []int{2}, nil},
+		{"unknown then retry of chatty", nil,
+			[]history.Record{inv(1, "c", "a", "chatty"), out(2, history.KindUnknown, "c", "a"), inv(3, "c", "a", "chatty"), out(4, history.KindOK, "c", "a")},
+			[]history.Kind{history.KindOK}, []int{2}, nil},
+		{"tool from the ledger when the history omits it", []Record{{Kind: KindCallStarted, OrderID: "a", Tool: "charge"}},
+			[]history.Record{inv(1, "c", "a", ""), out(2, history.KindUnknown, "c", "a"), inv(3, "c", "a", "")},
+			[]history.Kind{""}, []int{2}, []BlindRetry{{Client: "c", Call: "a", OrderID: "a", Unknown: 2, Invoke: 3}}},
+		{"unknown is an outcome", nil, []history.Record{inv(1, "c", "a", "charge"), out(2, history.KindUnknown, "c", "a")},
+			[]history.Kind{history.KindUnknown}, []int{1}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := Account(numbered(tc.ledger...), tc.hist)
+			var outcomes []history.Kind
+			var invokes []int
+			for _, c := range a.Calls {
+				outcomes = append(outcomes, c.Outcome)
+				invokes = append(invokes, c.Invokes)
+			}
+			assert.Equal(t, tc.outcomes, outcomes)
+			assert.Equal(t, tc.invokes, invokes)
+			assert.Equal(t, tc.retries, a.BlindRetries)
+		})
+	}
+}

@@ -1,0 +1,9 @@
+// Package harness runs experiments: it starts each experiment's agents on a
+// runtime (child processes or containers), drives the fault schedule
+// alongside the workload on one base clock, waits for every call and side
+// effect to settle, collects the histories, the ledger and the fault log,
+// judges them with the checker, and writes the results folder.
+//
+// Subpackages own the pieces: spec (experiment files), agent (the runtime
+// contract), local and docker (runtimes), check (the checker).
+package harness

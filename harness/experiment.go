@@ -1,0 +1,279 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/chaosrun/chaosrun/faults"
+	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/spec"
+	"github.com/chaosrun/chaosrun/internal/runclock"
+	"github.com/chaosrun/chaosrun/sideeffects"
+)
+
+// ProxyName is the Toxiproxy proxy between client and server.
+const ProxyName = "mcp"
+
+// proxyPort is the proxy's listen port inside a container network.
+const proxyPort = 8666
+
+// Files an experiment's result folder holds besides the checker's.
+const (
+	ExperimentFile = "experiment.yaml"
+	historyState   = "history.jsonl"
+	ledgerState    = "ledger.log"
+)
+
+// experiment is one run of one plan.
+type experiment struct {
+	plan     *spec.Plan
+	dir      string
+	rt       agent.Runtime
+	clock    runclock.Clock
+	progress func(format string, args ...any)
+	procs    map[string]agent.Process
+	endpoint string // the MCP endpoint through the proxy, as the client sees it
+}
+
+// run executes the experiment and judges it. A returned error is a harness
+// failure; the verdict and whether it met the expectation are in the result.
+func (e *experiment) run(ctx context.Context) (*ExperimentResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.plan.Deadline)
+	defer cancel()
+	defer e.rt.Close()
+	if err := e.prepare(); err != nil {
+		return nil, err
+	}
+	if err := e.startTopology(ctx); err != nil {
+		return nil, err
+	}
+	wall, err := e.drive(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.collect(ctx); err != nil {
+		return nil, err
+	}
+	return e.judge(wall)
+}
+
+func (e *experiment) prepare() error {
+	for _, d := range []string{e.dir, e.logDir(), e.stateDir("")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(e.dir, ExperimentFile), e.plan.Experiment.Source, 0o644)
+}
+
+func (e *experiment) logDir() string { return filepath.Join(e.dir, "logs") }
+
+func (e *experiment) stateDir(role string) string { return filepath.Join(e.dir, "state", role) }
+
+func (e *experiment) start(ctx context.Context, role string, port int, args ...string) (agent.Process, error) {
+	args = append(args, "--base", e.clock.String())
+	p, err := e.rt.Start(ctx, agent.Spec{
+		Role: role, Args: args, StateDir: e.stateDir(role), LogPath: filepath.Join(e.logDir(), role+".log"),
+		Port: port, Serves: role != agent.RoleClient,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.procs[role] = p
+	return p, nil
+}
+
+// startTopology starts ledger, server and proxy, and creates the proxy
+// between client and server.
+func (e *experiment) startTopology(ctx context.Context) error {
+	e.progress("starting ledger, server and proxy")
+	ledger, err := e.start(ctx, agent.RoleLedger, 8080, "--store", ledgerState)
+	if err != nil {
+		return err
+	}
+	server, err := e.start(ctx, agent.RoleServer, 8080, serverArgs(e.plan, "http://"+ledger.PeerAddr())...)
+	if err != nil {
+		return err
+	}
+	proxy, err := e.start(ctx, agent.RoleProxy, 8474)
+	if err != nil {
+		return err
+	}
+	listen := "0.0.0.0:" + strconv.Itoa(proxyPort)
+	if onLoopback(proxy.PeerAddr()) {
+		listen = "127.0.0.1:0"
+	}
+	created, err := toxiclient.NewClient(proxy.URL()).CreateProxy(ProxyName, listen, server.PeerAddr())
+	if err != nil {
+		return fmt.Errorf("create proxy %s: %w", ProxyName, err)
+	}
+	_, port, err := net.SplitHostPort(created.Listen)
+	if err != nil {
+		return fmt.Errorf("create proxy %s: listen %q: %w", ProxyName, created.Listen, err)
+	}
+	host, _, _ := net.SplitHostPort(proxy.PeerAddr())
+	e.endpoint = "http://" + net.JoinHostPort(host, port) + "/mcp"
+	return nil
+}
+
+func onLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && net.ParseIP(host).IsLoopback()
+}
+
+// drive runs the fault schedule alongside the client and returns the
+// workload's wall time: from its start until every call has an outcome and
+// the server has no tool left running.
+func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
+	flog, err := faults.CreateLog(filepath.Join(e.dir, check.FaultsFile))
+	if err != nil {
+		return 0, err
+	}
+	defer flog.Close()
+	injCtx, stopFaults := context.WithCancel(ctx)
+	defer stopFaults()
+	due := newDueTracker(e.plan.Faults)
+	env := faults.Env{
+		Clock: e.clock, WorkloadStart: e.clock.Now(), Toxiproxy: toxiclient.NewClient(e.procs[agent.RoleProxy].URL()),
+		Proxy: ProxyName, Processes: processes(e.procs), ControlURL: e.procs[agent.RoleServer].URL(), Log: flog,
+		Progress: func(ev faults.Event) { due.seen(ev); e.progress("%s", describe(ev)) },
+	}
+	faultsDone := make(chan error, 1)
+	go func() { faultsDone <- faults.Run(injCtx, env, e.plan.Faults) }()
+	// Faults due at the workload's start are in place before the client
+	// opens its first connection.
+	if err := due.wait(ctx); err != nil {
+		return 0, fmt.Errorf("faults due at start: %w", err)
+	}
+	e.progress("workload: %d client(s), %s client, %s server", len(e.plan.Workload.Clients), e.plan.Client.Target, e.plan.Server.Target)
+	client, err := e.start(ctx, agent.RoleClient, 0, clientArgs(e.plan, e.endpoint)...)
+	if err != nil {
+		return 0, err
+	}
+	code, err := client.Wait(ctx)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("client did not finish within the deadline of %s: %w", e.plan.Deadline, err)
+	case code != 0:
+		return 0, fmt.Errorf("client exited with code %d (see %s)", code, filepath.Join(e.logDir(), "client.log"))
+	}
+	stopFaults()
+	if err := <-faultsDone; err != nil && !errors.Is(err, faults.ErrInjection) {
+		return 0, err
+	}
+	e.progress("workload done; waiting for the server's tools to settle")
+	if err := e.settle(ctx); err != nil {
+		return 0, err
+	}
+	return e.clock.Now() - env.WorkloadStart, nil
+}
+
+// settle waits until the server reports no tool running, so every side
+// effect the workload caused is in the ledger.
+func (e *experiment) settle(ctx context.Context) error {
+	url := e.procs[agent.RoleServer].URL() + "/control/status"
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n, err := inflight(ctx, url)
+		if err == nil && n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("server tools still running at the deadline (last: %d, %v)", n, err)
+		case <-tick.C:
+		}
+	}
+}
+
+func inflight(ctx context.Context, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Inflight *int `json:"inflight_calls"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Inflight == nil {
+		return 0, fmt.Errorf("control status: %s: unreadable answer", resp.Status)
+	}
+	return *st.Inflight, nil
+}
+
+// collect stops the agents and gathers history, ledger and logs.
+func (e *experiment) collect(ctx context.Context) error {
+	if err := e.procs[agent.RoleServer].Stop(ctx, true); err != nil {
+		return fmt.Errorf("stop server: %w", err)
+	}
+	recs, err := sideeffects.NewClient(e.procs[agent.RoleLedger].URL()).Records(ctx)
+	if err != nil {
+		return fmt.Errorf("export ledger: %w", err)
+	}
+	if err := sideeffects.SaveLedger(filepath.Join(e.dir, check.LedgerFile), recs); err != nil {
+		return err
+	}
+	for _, role := range []string{agent.RoleClient, agent.RoleProxy, agent.RoleLedger} {
+		if err := e.procs[role].Stop(ctx, true); err != nil {
+			return fmt.Errorf("stop %s: %w", role, err)
+		}
+	}
+	return e.procs[agent.RoleClient].CopyOut(ctx, historyState, filepath.Join(e.dir, check.HistoryFile))
+}
+
+func (e *experiment) judge(wall time.Duration) (*ExperimentResult, error) {
+	t := check.Timings{WallMS: wall.Milliseconds(), ScheduledMS: e.plan.Scheduled.Milliseconds()}
+	if err := writeJSON(filepath.Join(e.dir, check.TimingsFile), t); err != nil {
+		return nil, err
+	}
+	in, err := check.LoadRun(e.dir)
+	if err != nil {
+		return nil, err
+	}
+	v := check.Judge(in)
+	if err := check.SaveVerdict(filepath.Join(e.dir, check.VerdictFile), v); err != nil {
+		return nil, err
+	}
+	met, reasons := e.plan.Expect.Match(v)
+	return &ExperimentResult{Name: e.plan.Experiment.Name, Dir: e.dir, Verdict: &v, Expected: e.plan.Expect.Verdict,
+		Met: met, Reasons: reasons, Wall: wall, Scheduled: e.plan.Scheduled}, nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func describe(ev faults.Event) string {
+	s := fmt.Sprintf("fault %s #%d %s at %.2fs", ev.Kind, ev.Index, ev.Phase, ev.At.Seconds())
+	if ev.Target != "" {
+		s += " on " + ev.Target
+	}
+	if ev.Detail != "" {
+		s += ": " + ev.Detail
+	}
+	if ev.Err != nil {
+		s += ": " + ev.Err.Error()
+	}
+	return strings.TrimSpace(s)
+}

@@ -1,0 +1,103 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/spec"
+)
+
+// Rejudge judges a saved run folder again, offline: dir is either a run
+// folder (holding run.json and one folder per experiment) or one
+// experiment's folder. Each experiment is judged from its recorded files
+// and checked against the expect: block of its saved experiment.yaml; a
+// verdict that differs from the saved verdict.json is reported as unmet.
+// Nothing is written.
+func Rejudge(dir string) (*Run, error) {
+	dirs, err := experimentDirs(dir)
+	if err != nil {
+		return nil, err
+	}
+	run := &Run{ID: filepath.Base(dir), Dir: dir, Runtime: "offline", Parallel: 1}
+	if b, err := os.ReadFile(filepath.Join(dir, RunFile)); err == nil {
+		var saved Run
+		if json.Unmarshal(b, &saved) == nil {
+			run.ID, run.Runtime, run.WallMS = saved.ID, saved.Runtime+", re-judged offline", saved.WallMS
+		}
+	}
+	for _, d := range dirs {
+		res, err := rejudgeOne(d)
+		if err != nil {
+			return nil, err
+		}
+		run.Results = append(run.Results, res)
+	}
+	return run, nil
+}
+
+func experimentDirs(dir string) ([]string, error) {
+	if exists(filepath.Join(dir, check.HistoryFile)) {
+		return []string{dir}, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() && exists(filepath.Join(dir, e.Name(), ExperimentFile)) {
+			dirs = append(dirs, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("report: %s holds neither an experiment's results nor a run's", dir)
+	}
+	sort.Strings(dirs)
+	return dirs, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func rejudgeOne(dir string) (*ExperimentResult, error) {
+	x, err := spec.Load(filepath.Join(dir, ExperimentFile))
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	res := &ExperimentResult{Name: x.Name, Dir: dir, Expected: x.Expect.Verdict}
+	in, err := check.LoadRun(dir)
+	if err != nil {
+		// An experiment the harness failed on left no complete record.
+		res.Error = err.Error()
+		return res, nil
+	}
+	v := check.Judge(in)
+	res.Verdict = &v
+	res.Met, res.Reasons = x.Expectation().Match(v)
+	saved, err := os.ReadFile(filepath.Join(dir, check.VerdictFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		res.Reasons = append(res.Reasons, "no saved verdict.json to compare with")
+	case err != nil:
+		return nil, fmt.Errorf("report: %w", err)
+	default:
+		var now bytes.Buffer
+		if err := v.WriteJSON(&now); err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(bytes.TrimSpace(saved), bytes.TrimSpace(now.Bytes())) {
+			res.Met = false
+			res.Reasons = append(res.Reasons, "the verdict judged now differs from the saved verdict.json")
+		}
+	}
+	return res, nil
+}

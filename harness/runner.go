@@ -1,0 +1,154 @@
+package harness
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/spec"
+	"github.com/chaosrun/chaosrun/internal/runclock"
+)
+
+// RuntimeFactory makes a fresh runtime for one experiment, so experiments
+// running in parallel share nothing.
+type RuntimeFactory func(ctx context.Context, experiment string) (agent.Runtime, error)
+
+// Options configure a run.
+type Options struct {
+	// Out is the results root; the run writes Out/<run-id>/.
+	Out string
+	// Runtime names the runtime for the record (local, docker).
+	Runtime    string
+	NewRuntime RuntimeFactory
+	// Parallel is how many experiments run at once (at least 1).
+	Parallel int
+	// Progress receives one line per step, fault and verdict; nil discards.
+	Progress io.Writer
+}
+
+// Run is the outcome of one invocation over a set of experiments.
+type Run struct {
+	ID       string              `json:"id"`
+	Dir      string              `json:"dir"`
+	Runtime  string              `json:"runtime"`
+	Parallel int                 `json:"parallel"`
+	Started  time.Time           `json:"started"`
+	WallMS   int64               `json:"wall_ms"`
+	Results  []*ExperimentResult `json:"experiments"`
+}
+
+// ExperimentResult is one experiment's outcome. Verdict is nil when the
+// harness failed (Error says why).
+type ExperimentResult struct {
+	Name      string         `json:"name"`
+	Dir       string         `json:"dir"`
+	Expected  string         `json:"expected"`
+	Verdict   *check.Verdict `json:"-"`
+	Met       bool           `json:"met"`
+	Reasons   []string       `json:"reasons,omitempty"`
+	Error     string         `json:"error,omitempty"`
+	Wall      time.Duration  `json:"-"`
+	Scheduled time.Duration  `json:"-"`
+}
+
+// Outcome classifies a run for its exit code.
+type Outcome int
+
+// Outcomes, from best to worst.
+const (
+	AllMet       Outcome = iota // every expectation met
+	Inconclusive                // some experiment was inconclusive where a verdict was expected
+	NotMet                      // some expectation not met
+	HarnessError                // the harness failed on some experiment
+)
+
+// Outcome is the worst outcome of the run's experiments.
+func (r *Run) Outcome() Outcome {
+	worst := AllMet
+	for _, x := range r.Results {
+		o := AllMet
+		switch {
+		case x.Verdict == nil:
+			o = HarnessError
+		case x.Met:
+		case x.Verdict.Verdict == check.Inconclusive:
+			o = Inconclusive
+		default:
+			o = NotMet
+		}
+		worst = max(worst, o)
+	}
+	return worst
+}
+
+// Execute runs the plans and writes the results folder. It returns an error
+// only when the results folder itself cannot be written; failures of single
+// experiments are in their results.
+func Execute(ctx context.Context, opts Options, plans []*spec.Plan) (*Run, error) {
+	run := &Run{ID: newRunID(), Runtime: opts.Runtime, Parallel: max(opts.Parallel, 1), Started: time.Now()}
+	run.Dir = filepath.Join(opts.Out, run.ID)
+	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("results folder: %w", err)
+	}
+	prog := newProgress(opts.Progress)
+	run.Results = make([]*ExperimentResult, len(plans))
+	sem := make(chan struct{}, run.Parallel)
+	var wg sync.WaitGroup
+	for i, p := range plans {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			run.Results[i] = runOne(ctx, opts, run.Dir, p, prog)
+		})
+	}
+	wg.Wait()
+	run.WallMS = time.Since(run.Started).Milliseconds()
+	return run, writeReports(run)
+}
+
+func runOne(ctx context.Context, opts Options, runDir string, p *spec.Plan, prog *progress) *ExperimentResult {
+	name := p.Experiment.Name
+	dir := filepath.Join(runDir, name)
+	clock := runclock.Start()
+	say := func(format string, args ...any) { prog.say(name, clock, format, args...) }
+	fail := func(err error) *ExperimentResult {
+		say("harness error: %v", err)
+		return &ExperimentResult{Name: name, Dir: dir, Expected: p.Expect.Verdict, Error: err.Error()}
+	}
+	if ctx.Err() != nil {
+		return fail(fmt.Errorf("not started: %w", context.Cause(ctx)))
+	}
+	rt, err := opts.NewRuntime(ctx, name)
+	if err != nil {
+		return fail(fmt.Errorf("runtime: %w", err))
+	}
+	e := &experiment{plan: p, dir: dir, rt: rt, clock: clock, progress: say, procs: map[string]agent.Process{}}
+	res, err := e.run(ctx)
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("interrupted: %w", err)
+		}
+		return fail(err)
+	}
+	mark := "met"
+	if !res.Met {
+		mark = "NOT met: " + joinReasons(res.Reasons)
+	}
+	say("verdict %s (expected %s): %s", res.Verdict.Verdict, res.Expected, mark)
+	return res
+}
+
+func newRunID() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}

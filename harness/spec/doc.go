@@ -1,0 +1,9 @@
+// Package spec loads and validates experiment files.
+//
+// An experiment file is strict YAML: an unknown key is an error, and every
+// error names the file, line, column and field, so a typo never silently
+// turns into a default. Durations are written at real-world scale ("60s",
+// "4m") and multiplied by time_scale when the experiment is planned, so a
+// four-minute partition runs in seconds. The schema is [Experiment]; the
+// fields it leaves out take the defaults listed on each type.
+package spec

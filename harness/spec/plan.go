@@ -1,0 +1,140 @@
+package spec
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/chaosrun/chaosrun/faults"
+	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/targets/workload"
+)
+
+// Overrides are command-line settings that replace an experiment's own.
+type Overrides struct {
+	Seed      *int64
+	TimeScale *float64
+}
+
+// Plan is an experiment at run scale: every duration multiplied by the time
+// scale, the workload expanded per client, and the fault schedule drawn
+// from the seed.
+type Plan struct {
+	Experiment *Experiment
+	Seed       int64
+	TimeScale  float64
+
+	Server   ServerPlan
+	Client   ClientPlan
+	Workload workload.Plan
+	Faults   []faults.Injection
+	Expect   check.Expectation
+
+	// Scheduled is how long the run would take if nothing went wrong: the
+	// scaled call durations of one client plus every scaled fault window.
+	Scheduled time.Duration
+	// Deadline bounds the whole experiment in wall time.
+	Deadline time.Duration
+}
+
+// ServerPlan is the server's configuration at run scale.
+type ServerPlan struct {
+	Target          string
+	RetentionEvents int
+	RetentionAge    time.Duration
+	OnUnresumable   string
+	EventStore      string
+	SessionTTL      time.Duration
+	Keepalive       time.Duration
+	Retry           time.Duration
+	Command         []string
+	Image           string
+}
+
+// ClientPlan is the client's configuration at run scale.
+type ClientPlan struct {
+	Target      string
+	Cursor      string
+	Protocol    string
+	Backoff     workload.Backoff
+	ReadTimeout time.Duration
+}
+
+// Plan scales the experiment. Overrides replace the file's seed and time
+// scale.
+func (x *Experiment) Plan(o Overrides) *Plan {
+	p := &Plan{Experiment: x, Seed: x.Seed, TimeScale: x.TimeScale}
+	if o.Seed != nil {
+		p.Seed = *o.Seed
+	}
+	if o.TimeScale != nil {
+		p.TimeScale = *o.TimeScale
+	}
+	f := p.TimeScale
+	s := x.Server
+	p.Server = ServerPlan{
+		Target: s.Target, RetentionEvents: s.RetentionEvents, RetentionAge: s.RetentionAge.Scale(f),
+		OnUnresumable: s.OnUnresumable, EventStore: s.EventStore, SessionTTL: s.SessionTTL.Scale(f),
+		Keepalive: s.Keepalive.Scale(f), Retry: s.Retry.Scale(f), Command: s.Command, Image: s.Image,
+	}
+	c := x.Client
+	p.Client = ClientPlan{
+		Target: c.Target, Cursor: c.Cursor, Protocol: c.Protocol, ReadTimeout: c.ReadTimeout.Scale(f),
+		Backoff: workload.Backoff{Initial: c.Backoff.Initial.Scale(f), Max: c.Backoff.Max.Scale(f), Retries: *c.Backoff.Retries},
+	}
+	var perClient time.Duration
+	for i := range x.Workload.Clients {
+		id := fmt.Sprintf("c%d", i+1)
+		wc := workload.Client{ID: id}
+		for j, call := range x.Workload.Calls {
+			wc.Calls = append(wc.Calls, workload.Call{
+				ID: fmt.Sprintf("%s-%d", id, j+1), Tool: call.Tool, Args: maps.Clone(call.Args), Duration: call.Duration.Scale(f),
+			})
+			if i == 0 {
+				perClient += call.Duration.Scale(f)
+			}
+		}
+		p.Workload.Clients = append(p.Workload.Clients, wc)
+	}
+	p.Faults = faults.Plan(x.faultSpecs(), f, p.Seed)
+	p.Scheduled = perClient
+	for _, in := range p.Faults {
+		p.Scheduled += in.Window
+	}
+	p.Deadline = x.Deadline.D()
+	if p.Deadline == 0 {
+		p.Deadline = max(time.Minute, 4*p.Scheduled+20*time.Second)
+	}
+	p.Expect = x.Expectation()
+	return p
+}
+
+// faultSpecs converts the fault list; it runs after validation, so every
+// kind is known and its params decode.
+func (x *Experiment) faultSpecs() []faults.Spec {
+	specs := make([]faults.Spec, len(x.Faults))
+	for i, fl := range x.Faults {
+		params, _ := faults.NewParams(fl.Kind)
+		if fl.Params.Kind != 0 {
+			_ = fl.Params.Decode(params)
+		}
+		specs[i] = faults.Spec{Kind: fl.Kind, At: fl.At, Params: params}
+		if r := fl.Repeat; r != nil {
+			specs[i].Repeat = &faults.Repeat{Every: r.Every, Count: r.Count, Jitter: r.Jitter}
+		}
+	}
+	return specs
+}
+
+// Expectation is the expect: block in the checker's terms.
+func (x *Experiment) Expectation() check.Expectation {
+	e := check.Expectation{Verdict: x.Expect.Verdict, Violations: x.Expect.Violations}
+	if len(x.Expect.Figures) > 0 {
+		e.Figures = map[string]check.Bound{}
+		for name, s := range x.Expect.Figures {
+			b, _ := check.ParseBound(s)
+			e.Figures[name] = b
+		}
+	}
+	return e
+}

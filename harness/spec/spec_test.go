@@ -1,0 +1,147 @@
+package spec
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const good = `name: double-charge-lb-idle
+description: The incident.
+seed: 7
+time_scale: 0.05
+server:
+  retention_events: 100
+  keepalive: 0s
+client:
+  target: naive
+  backoff: {initial: 1s, max: 30s, retries: 1}
+workload:
+  clients: 2
+  calls:
+    - {tool: charge, args: {amount_cents: 4999}, duration: 90s}
+    - {tool: chatty, args: {events: 500}, duration: 6m}
+faults:
+  - {kind: idle_timeout, at: 0s, params: {idle: 60s, close: reset}}
+expect:
+  verdict: fail
+  violations: [no_duplicate_side_effects, no_session_fork]
+  figures: {duplicates: ">=1", forks: 1}
+`
+
+func TestParseGood(t *testing.T) {
+	x, err := Parse("x.yaml", []byte(good))
+	require.NoError(t, err)
+	assert.Equal(t, "reference", x.Server.Target, "defaulted")
+	assert.Equal(t, "gone", x.Server.OnUnresumable, "defaulted")
+	assert.Equal(t, 100, x.Server.RetentionEvents)
+	assert.Equal(t, 10*time.Minute, x.Server.SessionTTL.D(), "defaulted")
+
+	p := x.Plan(Overrides{})
+	assert.Equal(t, int64(7), p.Seed)
+	require.Len(t, p.Workload.Clients, 2)
+	assert.Equal(t, "c2-1", p.Workload.Clients[1].Calls[0].ID)
+	assert.Equal(t, 4500*time.Millisecond, p.Workload.Clients[0].Calls[0].Duration)
+	require.Len(t, p.Faults, 1)
+	assert.Equal(t, 3*time.Second, p.Faults[0].Window, "the idle timeout, scaled")
+	assert.Equal(t, 4500*time.Millisecond+18*time.Second+3*time.Second, p.Scheduled)
+	assert.Equal(t, time.Second/20, p.Client.Backoff.Initial)
+	assert.Equal(t, 1, p.Client.Backoff.Retries)
+	ok, why := p.Expect.Match(matchingVerdict())
+	assert.True(t, ok, why)
+
+	scale := 0.01
+	seed := int64(9)
+	p = x.Plan(Overrides{TimeScale: &scale, Seed: &seed})
+	assert.Equal(t, 900*time.Millisecond, p.Workload.Clients[0].Calls[0].Duration)
+	assert.Equal(t, int64(9), p.Seed)
+}
+
+func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
+	tests := []struct {
+		name    string
+		replace [2]string // old, new applied to good
+		want    string
+	}{
+		{"unknown top-level key", [2]string{"seed: 7", "sede: 7"}, "x.yaml:3:1: sede: unknown field"},
+		{"unknown nested key", [2]string{"  keepalive: 0s", "  keepalives: 0s"}, "x.yaml:7:3: server.keepalives: unknown field"},
+		{"unknown params key", [2]string{"idle: 60s", "idel: 60s"}, "x.yaml:17:43: faults[0].params.idel: unknown field"},
+		{"bad enum", [2]string{"target: naive", "target: clever"}, "x.yaml:9:11: client.target: must be one of"},
+		{"bad duration", [2]string{"duration: 90s", "duration: soon"}, "x.yaml:14:60: workload.calls[0].duration: \"soon\" is not a duration"},
+		{"wrong type", [2]string{"clients: 2", "clients: many"}, "x.yaml:12:12: workload.clients: cannot unmarshal"},
+		{"params validation", [2]string{"idle: 60s", "idle: 0s"}, "faults[0].params.idle: must be positive"},
+		{"unknown fault", [2]string{"kind: idle_timeout", "kind: gremlins"}, "x.yaml:17:12: faults[0].kind: unknown fault kind"},
+		{"bad bound", [2]string{`duplicates: ">=1"`, `duplicates: "at least one"`}, "expect.figures.duplicates:"},
+		{"unknown figure", [2]string{`duplicates: ">=1"`, `dupes: ">=1"`}, "expect.figures.dupes: unknown figure"},
+		{"unknown invariant", [2]string{"no_session_fork]", "no_forks]"}, "expect.violations[1]: unknown invariant"},
+		{"bad name", [2]string{"name: double-charge-lb-idle", "name: Double Charge"}, "x.yaml:1:7: name: must be lower-case"},
+		{"naive with file cursor", [2]string{"target: naive", "target: naive\n  cursor: file"}, "client.cursor: the naive client keeps no cursor"},
+		{"missing description", [2]string{"description: The incident.", "description: ''"}, "description: is required"},
+		{"syntax error", [2]string{"time_scale: 0.05", "time_scale: [0.05"}, "x.yaml:"},
+		{"chatty without events", [2]string{"args: {events: 500}", "args: {}"}, "workload.calls[1].args.events: chatty needs"},
+		{"zero time scale", [2]string{"time_scale: 0.05", "time_scale: 0"}, "x.yaml:4:13: time_scale: must be greater than 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(good, tc.replace[0], tc.replace[1], 1)
+			require.NotEqual(t, good, src, "the replacement applies")
+			_, err := Parse("x.yaml", []byte(src))
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestParseReportsEveryProblem(t *testing.T) {
+	src := strings.NewReplacer("target: naive", "target: clever", "retention_events: 100", "retention_events: -1").Replace(good)
+	_, err := Parse("x.yaml", []byte(src))
+	var se *Error
+	require.True(t, errors.As(err, &se))
+	assert.Len(t, se.Problems, 2)
+}
+
+func TestLoadPathsRejectsDuplicateNamesAndLoadsFolders(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(good), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("ignored"), 0o644))
+	exps, err := LoadPaths([]string{dir})
+	require.NoError(t, err)
+	require.Len(t, exps, 1)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(good), 0o644))
+	_, err = LoadPaths([]string{dir})
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "b.yaml:1:7: name:")
+
+	_, err = LoadPaths([]string{filepath.Join(dir, "missing.yaml")})
+	require.ErrorIs(t, err, ErrInvalid)
+	_, err = LoadPaths([]string{t.TempDir()})
+	require.ErrorContains(t, err, "holds no .yaml")
+}
+
+func TestSecondDocumentIsAnError(t *testing.T) {
+	_, err := Parse("x.yaml", []byte(good+"---\nname: other\n"))
+	require.ErrorContains(t, err, "one experiment per file")
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(good))
+	f.Add([]byte("name: x\nfaults: [{kind: partition, params: {for: 1s, mode: blackhole}}]\n"))
+	f.Add([]byte("a: &a [*a]\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		x, err := Parse("f.yaml", b)
+		if err != nil {
+			require.ErrorIs(t, err, ErrInvalid)
+			return
+		}
+		p := x.Plan(Overrides{})
+		require.NotEmpty(t, p.Workload.Clients)
+		require.Positive(t, p.Deadline)
+	})
+}

@@ -1,0 +1,95 @@
+package spec
+
+import (
+	"github.com/chaosrun/chaosrun/internal/dur"
+	"gopkg.in/yaml.v3"
+)
+
+// Experiment is one experiment file.
+type Experiment struct {
+	Name        string   `yaml:"name"`        // unique, [a-z0-9-]
+	Description string   `yaml:"description"` // required: what it shows and why
+	Seed        int64    `yaml:"seed"`        // default 1; everything random derives from it
+	TimeScale   float64  `yaml:"time_scale"`  // default 1; multiplies every duration
+	Server      Server   `yaml:"server"`
+	Client      Client   `yaml:"client"`
+	Workload    Workload `yaml:"workload"`
+	Faults      []Fault  `yaml:"faults"`
+	Expect      Expect   `yaml:"expect"`
+	// Deadline bounds the whole experiment in real (unscaled) wall time; the
+	// default is derived from the schedule.
+	Deadline dur.Duration `yaml:"deadline"`
+
+	// Path is the file the experiment came from; Source its bytes.
+	Path   string `yaml:"-"`
+	Source []byte `yaml:"-"`
+
+	nodes map[string]*yaml.Node // field path → value node, for error positions
+}
+
+// Server configures the MCP server under test.
+type Server struct {
+	Target          string       `yaml:"target"`           // reference (default) | go-sdk | mcp-go | command | image
+	RetentionEvents int          `yaml:"retention_events"` // default 1000; 0 = unbounded
+	RetentionAge    dur.Duration `yaml:"retention_age"`    // 0 = no age limit
+	OnUnresumable   string       `yaml:"on_unresumable"`   // gone (default) | silent_head
+	EventStore      string       `yaml:"event_store"`      // memory (default) | file
+	SessionTTL      dur.Duration `yaml:"session_ttl"`      // default 10m; idle TTL
+	Keepalive       dur.Duration `yaml:"keepalive"`        // SSE comment interval; 0 = none
+	Retry           dur.Duration `yaml:"retry"`            // retry field of 2025-11-25 streams; 0 = omit
+	Command         []string     `yaml:"command"`          // target: command
+	Image           string       `yaml:"image"`            // target: image
+}
+
+// Client configures the MCP client under test.
+type Client struct {
+	Target      string       `yaml:"target"`       // resumable (default) | naive | go-sdk | mcp-go
+	Cursor      string       `yaml:"cursor"`       // memory (default) | file
+	Protocol    string       `yaml:"protocol"`     // default 2025-11-25
+	Backoff     Backoff      `yaml:"backoff"`      // default {1s, 30s, 8}
+	ReadTimeout dur.Duration `yaml:"read_timeout"` // 0 = wait forever on a silent stream
+}
+
+// Backoff bounds the client's reconnection.
+type Backoff struct {
+	Initial dur.Duration `yaml:"initial"`
+	Max     dur.Duration `yaml:"max"`
+	Retries *int         `yaml:"retries"`
+}
+
+// Workload is what the clients do.
+type Workload struct {
+	Clients int    `yaml:"clients"` // default 1
+	Calls   []Call `yaml:"calls"`   // made in order by every client
+}
+
+// Call is one tools/call each client makes.
+type Call struct {
+	Tool     string         `yaml:"tool"`     // charge | chatty
+	Args     map[string]any `yaml:"args"`     // tool arguments
+	Duration dur.Duration   `yaml:"duration"` // how long the tool runs (real-world scale)
+}
+
+// Fault is one entry of the fault schedule. Params is decoded into the
+// kind's own parameter struct from package faults.
+type Fault struct {
+	Kind   string       `yaml:"kind"`
+	At     dur.Duration `yaml:"at"`
+	Params yaml.Node    `yaml:"params"`
+	Repeat *Repeat      `yaml:"repeat"`
+}
+
+// Repeat injects a fault again every Every, Count times in all, each time
+// shifted by a seeded random offset of at most Jitter.
+type Repeat struct {
+	Every  dur.Duration `yaml:"every"`
+	Count  int          `yaml:"count"`
+	Jitter dur.Duration `yaml:"jitter"`
+}
+
+// Expect is what the experiment should conclude.
+type Expect struct {
+	Verdict    string            `yaml:"verdict"`    // pass | fail | inconclusive
+	Violations []string          `yaml:"violations"` // the exact set of violated invariants
+	Figures    map[string]string `yaml:"figures"`    // figure → bound: 0, ">=1", "<=5", ">0"
+}

@@ -1,0 +1,246 @@
+package spec
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chaosrun/chaosrun/faults"
+	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/internal/dur"
+	"github.com/chaosrun/chaosrun/targets/mcp"
+	"gopkg.in/yaml.v3"
+)
+
+// Accepted values of the enumerated fields.
+var (
+	ServerTargets  = []string{"reference", "go-sdk", "mcp-go", "command", "image"}
+	ClientTargets  = []string{"resumable", "naive", "go-sdk", "mcp-go"}
+	Unresumable    = []string{"gone", "silent_head"}
+	EventStores    = []string{"memory", "file"}
+	Cursors        = []string{"memory", "file"}
+	Verdicts       = []string{"pass", "fail", "inconclusive"}
+	Tools          = []string{mcp.ToolCharge, mcp.ToolChatty}
+	nameRE         = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+	defaultRetries = 8
+)
+
+func (x *Experiment) applyDefaults() {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	if _, set := x.nodes["seed"]; !set {
+		x.Seed = 1
+	}
+	if _, set := x.nodes["time_scale"]; !set {
+		x.TimeScale = 1
+	}
+	def(&x.Server.Target, "reference")
+	def(&x.Server.OnUnresumable, "gone")
+	def(&x.Server.EventStore, "memory")
+	if _, set := x.nodes["server.retention_events"]; !set {
+		x.Server.RetentionEvents = 1000
+	}
+	if _, set := x.nodes["server.session_ttl"]; !set {
+		x.Server.SessionTTL = dur.Duration(10 * time.Minute)
+	}
+	def(&x.Client.Target, "resumable")
+	def(&x.Client.Cursor, "memory")
+	def(&x.Client.Protocol, mcp.LatestVersion)
+	if x.Client.Backoff.Initial == 0 {
+		x.Client.Backoff.Initial = dur.Duration(time.Second)
+	}
+	if x.Client.Backoff.Max == 0 {
+		x.Client.Backoff.Max = dur.Duration(30 * time.Second)
+	}
+	if x.Client.Backoff.Retries == nil {
+		x.Client.Backoff.Retries = &defaultRetries
+	}
+	if x.Workload.Clients == 0 {
+		x.Workload.Clients = 1
+	}
+}
+
+func (x *Experiment) validate(ps *problems) {
+	bad := func(path, format string, args ...any) {
+		line, col := x.at(path)
+		ps.add(line, col, path, format, args...)
+	}
+	oneOf := func(path, v string, allowed []string) {
+		if !slices.Contains(allowed, v) {
+			bad(path, "must be one of %s, got %q", strings.Join(allowed, ", "), v)
+		}
+	}
+	if !nameRE.MatchString(x.Name) {
+		bad("name", "must be lower-case letters, digits and single dashes, got %q", x.Name)
+	}
+	if strings.TrimSpace(x.Description) == "" {
+		bad("description", "is required: say what the experiment shows and why")
+	}
+	if x.TimeScale <= 0 || x.TimeScale > 10 {
+		bad("time_scale", "must be greater than 0 and at most 10, got %v", x.TimeScale)
+	}
+	x.validateServer(bad, oneOf)
+	x.validateClient(bad, oneOf)
+	x.validateWorkload(bad, oneOf)
+	x.validateFaults(bad, ps)
+	x.validateExpect(bad, oneOf)
+}
+
+type badFunc func(path, format string, args ...any)
+type oneOfFunc func(path, v string, allowed []string)
+
+func (x *Experiment) validateServer(bad badFunc, oneOf oneOfFunc) {
+	s := x.Server
+	oneOf("server.target", s.Target, ServerTargets)
+	oneOf("server.on_unresumable", s.OnUnresumable, Unresumable)
+	oneOf("server.event_store", s.EventStore, EventStores)
+	if s.RetentionEvents < 0 {
+		bad("server.retention_events", "must be 0 (unbounded) or more, got %d", s.RetentionEvents)
+	}
+	switch {
+	case s.Target == "command" && len(s.Command) == 0:
+		bad("server.command", "is required when server.target is command")
+	case s.Target != "command" && len(s.Command) > 0:
+		bad("server.command", "is only used when server.target is command")
+	case s.Target == "image" && s.Image == "":
+		bad("server.image", "is required when server.target is image")
+	case s.Target != "image" && s.Image != "":
+		bad("server.image", "is only used when server.target is image")
+	}
+}
+
+func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
+	c := x.Client
+	oneOf("client.target", c.Target, ClientTargets)
+	oneOf("client.cursor", c.Cursor, Cursors)
+	if !mcp.SupportedVersion(c.Protocol) {
+		bad("client.protocol", "must be one of %s, got %q", strings.Join(mcp.Versions, ", "), c.Protocol)
+	}
+	if c.Target == "naive" && c.Cursor == "file" {
+		bad("client.cursor", "the naive client keeps no cursor; use the resumable client for a file cursor")
+	}
+	if c.Backoff.Max < c.Backoff.Initial {
+		bad("client.backoff.max", "must be at least backoff.initial (%s), got %s", c.Backoff.Initial, c.Backoff.Max)
+	}
+	if *c.Backoff.Retries < 0 || *c.Backoff.Retries > 1000 {
+		bad("client.backoff.retries", "must be between 0 and 1000, got %d", *c.Backoff.Retries)
+	}
+}
+
+func (x *Experiment) validateWorkload(bad badFunc, oneOf oneOfFunc) {
+	w := x.Workload
+	if w.Clients < 1 || w.Clients > 1000 {
+		bad("workload.clients", "must be between 1 and 1000, got %d", w.Clients)
+	}
+	if len(w.Calls) == 0 {
+		bad("workload.calls", "is required: at least one call")
+	}
+	for i, c := range w.Calls {
+		p := fmt.Sprintf("workload.calls[%d]", i)
+		oneOf(p+".tool", c.Tool, Tools)
+		if c.Duration <= 0 {
+			bad(p+".duration", "is required and must be positive (how long the tool runs)")
+		}
+		switch c.Tool {
+		case mcp.ToolCharge:
+			if n, ok := asInt(c.Args["amount_cents"]); !ok || n <= 0 {
+				bad(p+".args.amount_cents", "charge needs a positive integer amount_cents")
+			}
+		case mcp.ToolChatty:
+			if n, ok := asInt(c.Args["events"]); !ok || n <= 0 || n > 1_000_000 {
+				bad(p+".args.events", "chatty needs an integer events between 1 and 1000000")
+			}
+		}
+	}
+}
+
+func asInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int:
+		return int64(n), true
+	case int64:
+		return n, true
+	}
+	return 0, false
+}
+
+func (x *Experiment) validateFaults(bad badFunc, ps *problems) {
+	for i := range x.Faults {
+		f := &x.Faults[i]
+		p := fmt.Sprintf("faults[%d]", i)
+		params, err := faults.NewParams(f.Kind)
+		if err != nil {
+			bad(p+".kind", "%v", err)
+			continue
+		}
+		if f.Params.Kind != 0 {
+			before := len(ps.list)
+			checkKeys(&f.Params, reflectType(params), p+".params", x.nodes, ps)
+			if len(ps.list) > before {
+				continue
+			}
+			if err := f.Params.Decode(params); err != nil {
+				line, col := x.at(p + ".params")
+				ps.add(line, col, p+".params", "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+				continue
+			}
+		}
+		if err := params.Validate(); err != nil {
+			field, msg := splitField(err.Error())
+			bad(join(p+".params", field), "%s", msg)
+		}
+		if r := f.Repeat; r != nil {
+			err := faults.Repeat{Every: r.Every, Count: r.Count, Jitter: r.Jitter}.Validate()
+			if err != nil {
+				field, msg := splitField(err.Error())
+				bad(join(p+".repeat", field), "%s", msg)
+			}
+		}
+	}
+}
+
+// splitField splits a params validation message "idle: must be positive"
+// into the field and the rest.
+func splitField(msg string) (string, string) {
+	field, rest, ok := strings.Cut(msg, ": ")
+	if !ok || strings.ContainsAny(field, " \t") {
+		return "", msg
+	}
+	return field, rest
+}
+
+func (x *Experiment) validateExpect(bad badFunc, oneOf oneOfFunc) {
+	e := x.Expect
+	if _, set := x.nodes["expect"]; !set {
+		bad("expect", "is required: state the verdict this experiment should reach")
+		return
+	}
+	oneOf("expect.verdict", e.Verdict, Verdicts)
+	for i, v := range e.Violations {
+		if !slices.Contains(check.InvariantIDs, v) {
+			bad(fmt.Sprintf("expect.violations[%d]", i), "unknown invariant %q (known: %s)", v, strings.Join(check.InvariantIDs, ", "))
+		}
+	}
+	if e.Verdict == "pass" && len(e.Violations) > 0 {
+		bad("expect.violations", "an experiment expected to pass cannot expect violations")
+	}
+	for name, bound := range e.Figures {
+		path := "expect.figures." + name
+		if !slices.Contains(check.FigureNames, name) {
+			bad(path, "unknown figure (known: %s)", strings.Join(check.FigureNames, ", "))
+			continue
+		}
+		if _, err := check.ParseBound(bound); err != nil {
+			bad(path, "%v", err)
+		}
+	}
+}
+
+// Node returns the YAML node of a field path, for callers that report
+// problems found after loading (nil if the field is not in the file).
+func (x *Experiment) Node(path string) *yaml.Node { return x.nodes[path] }

@@ -1,0 +1,126 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/chaosrun/chaosrun/faults"
+	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/harness/spec"
+)
+
+// processes lets the fault injector restart and pause agents by role.
+type processes map[string]agent.Process
+
+func (p processes) get(role string) (agent.Process, error) {
+	proc, ok := p[role]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", agent.ErrNotRunning, role)
+	}
+	return proc, nil
+}
+
+func (p processes) Restart(ctx context.Context, role string, graceful bool) error {
+	proc, err := p.get(role)
+	if err != nil {
+		return err
+	}
+	return proc.Restart(ctx, graceful)
+}
+
+func (p processes) Pause(ctx context.Context, role string) error {
+	proc, err := p.get(role)
+	if err != nil {
+		return err
+	}
+	return proc.Pause(ctx)
+}
+
+func (p processes) Resume(ctx context.Context, role string) error {
+	proc, err := p.get(role)
+	if err != nil {
+		return err
+	}
+	return proc.Resume(ctx)
+}
+
+// dueTracker waits until every injection planned for the workload's start
+// has been injected (or has failed).
+type dueTracker struct {
+	mu      sync.Mutex
+	pending map[[2]int]bool
+	done    chan struct{}
+}
+
+func newDueTracker(plan []faults.Injection) *dueTracker {
+	d := &dueTracker{pending: map[[2]int]bool{}, done: make(chan struct{})}
+	for _, in := range plan {
+		if in.At == 0 {
+			d.pending[[2]int{in.Index, in.Repeat}] = true
+		}
+	}
+	if len(d.pending) == 0 {
+		close(d.done)
+	}
+	return d
+}
+
+func (d *dueTracker) seen(ev faults.Event) {
+	if ev.Phase != faults.PhaseInjected && ev.Phase != faults.PhaseFailed {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	key := [2]int{ev.Index, ev.Repeat}
+	if d.pending[key] {
+		delete(d.pending, key)
+		if len(d.pending) == 0 {
+			close(d.done)
+		}
+	}
+}
+
+func (d *dueTracker) wait(ctx context.Context) error {
+	t := time.NewTimer(30 * time.Second)
+	defer t.Stop()
+	select {
+	case <-d.done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("not injected within 30s")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// serverArgs are the server agent's flags for a plan.
+func serverArgs(p *spec.Plan, ledgerURL string) []string {
+	s := p.Server
+	args := []string{
+		"--target", s.Target, "--ledger", ledgerURL,
+		"--retention-events", strconv.Itoa(s.RetentionEvents), "--retention-age", s.RetentionAge.String(),
+		"--on-unresumable", s.OnUnresumable, "--event-store", s.EventStore, "--store-path", "events.log",
+		"--session-ttl", s.SessionTTL.String(), "--keepalive", s.Keepalive.String(), "--retry", s.Retry.String(),
+	}
+	for _, c := range s.Command {
+		args = append(args, "--command", c)
+	}
+	return args
+}
+
+// clientArgs are the client agent's flags for a plan.
+func clientArgs(p *spec.Plan, endpoint string) []string {
+	c := p.Client
+	plan, _ := json.Marshal(p.Workload) // a plan of plain values always marshals
+	return []string{
+		"--target", c.Target, "--endpoint", endpoint, "--workload-json", string(plan),
+		"--history", historyState, "--cursor", c.Cursor, "--cursor-dir", "cursors", "--protocol", c.Protocol,
+		"--backoff-initial", c.Backoff.Initial.String(), "--backoff-max", c.Backoff.Max.String(),
+		"--backoff-retries", strconv.Itoa(c.Backoff.Retries), "--read-timeout", c.ReadTimeout.String(),
+		"--seed", strconv.FormatInt(p.Seed, 10),
+	}
+}

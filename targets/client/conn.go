@@ -1,0 +1,310 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/chaosrun/chaosrun/targets/mcp"
+)
+
+// maxErrorBody bounds how much of a non-2xx body is kept for classification.
+const maxErrorBody = 64 << 10
+
+// conn is one logical client's HTTP side: its endpoint, its own
+// http.Client, and the session it currently holds.
+type conn struct {
+	hc       *http.Client
+	endpoint string
+	// readTimeout, if positive, breaks an exchange silent for that long.
+	readTimeout time.Duration
+	// live reports that a session is open; session is "" on a server
+	// that issues none.
+	live     bool
+	session  string
+	protocol string
+}
+
+// adopt takes over a session opened earlier (by a previous run of the
+// client).
+func (c *conn) adopt(session, protocol string) {
+	c.live, c.session, c.protocol = true, session, protocol
+}
+
+// drop forgets the session.
+func (c *conn) drop() { c.live, c.session, c.protocol = false, "", "" }
+
+// newConn builds a connection with its own transport. Keep-alives are off:
+// a POST written to a pooled connection the peer has already closed fails
+// in a way that cannot be told from a call that reached the server, and
+// would make a call that never left the client look unknown.
+func newConn(endpoint string, readTimeout time.Duration) *conn {
+	tr := &http.Transport{
+		DialContext:       (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		DisableKeepAlives: true,
+	}
+	return &conn{hc: &http.Client{Transport: tr}, endpoint: endpoint, readTimeout: readTimeout}
+}
+
+func (c *conn) close() { c.hc.CloseIdleConnections() }
+
+// exchange is one request in progress: its response, and the context and
+// watchdog that bound it.
+type exchange struct {
+	resp   *http.Response
+	cancel context.CancelFunc
+	wd     *watchdog
+}
+
+func (x *exchange) close() {
+	x.wd.stop()
+	if x.resp != nil {
+		x.resp.Body.Close()
+	}
+	x.cancel()
+}
+
+// activity tells the watchdog the stream is alive.
+func (x *exchange) activity() { x.wd.touch() }
+
+// err translates a failure of the exchange: the watchdog's firing is
+// ErrSilent, and the end of the caller's context is that context's error.
+func (x *exchange) err(ctx context.Context, err error) error {
+	if x.wd.fired.Load() {
+		return fmt.Errorf("%w: %w", ErrSilent, err)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// watchdog cancels an exchange that has been silent for its duration.
+type watchdog struct {
+	d     time.Duration
+	t     *time.Timer
+	fired atomic.Bool
+}
+
+func newWatchdog(d time.Duration, cancel context.CancelFunc) *watchdog {
+	w := &watchdog{d: d}
+	if d > 0 {
+		w.t = time.AfterFunc(d, func() { w.fired.Store(true); cancel() })
+	}
+	return w
+}
+
+func (w *watchdog) touch() {
+	if w.t != nil {
+		w.t.Reset(w.d)
+	}
+}
+
+func (w *watchdog) stop() {
+	if w.t != nil {
+		w.t.Stop()
+	}
+}
+
+// do sends a request built against the connection's session. A transport
+// failure is returned as the error; any status is left to the caller.
+func (c *conn) do(ctx context.Context, method string, body []byte, lastEventID string) (*exchange, error) {
+	rctx, cancel := context.WithCancel(ctx)
+	x := &exchange{cancel: cancel, wd: newWatchdog(c.readTimeout, cancel)}
+	req, err := http.NewRequestWithContext(rctx, method, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		x.close()
+		return nil, fmt.Errorf("request: %w", err)
+	}
+	c.headers(req, method, lastEventID)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		err = x.err(ctx, err)
+		x.close()
+		return nil, err
+	}
+	x.resp = resp
+	x.activity()
+	return x, nil
+}
+
+func (c *conn) headers(req *http.Request, method, lastEventID string) {
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", mcp.ContentTypeJSON)
+		req.Header.Set("Accept", mcp.ContentTypeJSON+", "+mcp.ContentTypeSSE)
+	} else {
+		req.Header.Set("Accept", mcp.ContentTypeSSE)
+	}
+	if c.session != "" {
+		req.Header.Set(mcp.HeaderSessionID, c.session)
+	}
+	if c.protocol != "" {
+		req.Header.Set(mcp.HeaderProtocolVersion, c.protocol)
+	}
+	if lastEventID != "" {
+		req.Header.Set(mcp.HeaderLastEventID, lastEventID)
+	}
+}
+
+// post sends one JSON-RPC message.
+func (c *conn) post(ctx context.Context, m mcp.Message) (*exchange, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("marshal %s: %w", m.Method, err)
+	}
+	return c.do(ctx, http.MethodPost, b, "")
+}
+
+// resume opens the stream after lastEventID by GET.
+func (c *conn) resume(ctx context.Context, lastEventID string) (*exchange, error) {
+	return c.do(ctx, http.MethodGet, nil, lastEventID)
+}
+
+// initialize opens a new session for the client and announces it ready. It
+// sets the connection's session and negotiated protocol.
+func (c *conn) initialize(ctx context.Context, id int64, client, version string) error {
+	c.drop()
+	req, err := mcp.NewRequest(id, mcp.MethodInitialize, mcp.InitializeParams{
+		ProtocolVersion: version,
+		Capabilities:    json.RawMessage(`{}`),
+		ClientInfo:      mcp.Implementation{Name: client, Version: "chaosrun"},
+	})
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	x, err := c.post(ctx, req)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	defer x.close()
+	if err := okStatus(x.resp); err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	res, err := readResponse(ctx, x, req.ID)
+	if err == nil && res.Error != nil {
+		err = res.Error
+	}
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	var ir mcp.InitializeResult
+	if err := json.Unmarshal(res.Result, &ir); err != nil {
+		return fmt.Errorf("initialize: result: %w", err)
+	}
+	if !mcp.SupportedVersion(ir.ProtocolVersion) {
+		return fmt.Errorf("initialize: server chose unsupported protocol version %q", ir.ProtocolVersion)
+	}
+	c.session, c.protocol = x.resp.Header.Get(mcp.HeaderSessionID), ir.ProtocolVersion
+	if err := c.initialized(ctx); err != nil {
+		c.drop()
+		return err
+	}
+	c.live = true
+	return nil
+}
+
+func (c *conn) initialized(ctx context.Context) error {
+	n, err := mcp.NewNotification(mcp.MethodInitialized, nil)
+	if err != nil {
+		return fmt.Errorf("initialized: %w", err)
+	}
+	x, err := c.post(ctx, n)
+	if err != nil {
+		return fmt.Errorf("initialized: %w", err)
+	}
+	defer x.close()
+	if err := okStatus(x.resp); err != nil {
+		return fmt.Errorf("initialized: %w", err)
+	}
+	return nil
+}
+
+// statusError is a non-2xx answer.
+type statusError struct {
+	status int
+	body   []byte
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("status %d: %s", e.status, bytes.TrimSpace(e.body))
+}
+
+func okStatus(resp *http.Response) error {
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return &statusError{status: resp.StatusCode, body: body}
+}
+
+// readResponse reads a JSON or SSE answer up to the response with the given
+// id, skipping everything else.
+func readResponse(ctx context.Context, x *exchange, id json.RawMessage) (mcp.Message, error) {
+	want := mcp.IDString(id)
+	if isJSON(x.resp) {
+		m, err := readJSON(ctx, x)
+		if err == nil && m.IDString() != want {
+			err = fmt.Errorf("response id %s, want %s", m.IDString(), want)
+		}
+		return m, err
+	}
+	er := mcp.NewEventReader(x.resp.Body)
+	er.OnActivity = x.activity
+	for {
+		ev, err := er.Next()
+		if err != nil {
+			return mcp.Message{}, x.err(ctx, err)
+		}
+		if len(ev.Data) == 0 {
+			continue
+		}
+		m, err := mcp.ParseMessage(ev.Data)
+		if err == nil && m.IsResponse() && m.IDString() == want {
+			return m, nil
+		}
+	}
+}
+
+func readJSON(ctx context.Context, x *exchange) (mcp.Message, error) {
+	b, err := io.ReadAll(io.LimitReader(x.resp.Body, mcp.MaxEventBytes))
+	if err != nil {
+		return mcp.Message{}, x.err(ctx, err)
+	}
+	m, err := mcp.ParseMessage(b)
+	if err != nil {
+		return mcp.Message{}, err
+	}
+	if !m.IsResponse() {
+		return mcp.Message{}, errors.New("JSON answer is not a response")
+	}
+	return m, nil
+}
+
+func isJSON(resp *http.Response) bool {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt == mcp.ContentTypeJSON
+}
+
+// eventNumber renders an event id as the integer history records carry: the
+// id itself when it is a number, otherwise its trailing digits (go-sdk ids
+// are "<stream>_<n>"), or 0.
+func eventNumber(id string) int64 {
+	if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+		return n
+	}
+	i := len(id)
+	for i > 0 && id[i-1] >= '0' && id[i-1] <= '9' {
+		i--
+	}
+	n, _ := strconv.ParseInt(id[i:], 10, 64)
+	return n
+}

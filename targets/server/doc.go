@@ -48,9 +48,12 @@
 // none older than Config.RetentionAge. A Last-Event-ID L on stream S is
 // honourable while no event of S newer than L has been evicted. When it is
 // not, "gone" answers 410 with
-// {"error":"resume_window_exceeded","last_event_id":L,"oldest_retained_id":M,"head_event_id":H},
-// H being S's newest id (resuming at H is honourable) and M its oldest
-// retained id (0 if none). "silent_head" answers 200 and continues at head
+// {"error":"resume_window_exceeded","last_event_id":L,"oldest_retained_id":M,"head_event_id":H,"resume_event_id":E},
+// H being S's newest id, M its oldest retained id (0 if none) and E its
+// newest evicted id. Resuming at E or at H is honourable; E loses only the
+// evicted events (L, E] and replays everything retained, including a result
+// written while the client was away, which resuming at H would skip when it
+// is the stream's newest event. "silent_head" answers 200 and continues at head
 // without a word: that is the incident's bug, kept so experiments can
 // reproduce silent event loss. A live connection that falls behind
 // retention is ended under "gone" (its resume then meets the 410) and

@@ -47,6 +47,12 @@ type resumeGone struct {
 	LastEventID      int64  `json:"last_event_id"`
 	OldestRetainedID int64  `json:"oldest_retained_id"`
 	HeadEventID      int64  `json:"head_event_id"`
+	// ResumeEventID is the earliest honourable cursor of the stream (its
+	// newest evicted id): resuming there loses only (last_event_id,
+	// resume_event_id] and still delivers every retained event, a result
+	// written during the disconnect included. Resuming at head_event_id
+	// would skip that result when it is the stream's newest event.
+	ResumeEventID int64 `json:"resume_event_id"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

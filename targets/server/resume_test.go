@@ -173,14 +173,22 @@ func TestEvictedResumeGone(t *testing.T) {
 			require.NoError(t, err)
 			var gone resumeGone
 			require.NoError(t, json.Unmarshal(body, &gone))
-			assert.Equal(t, fmt.Sprintf(`{"error":"resume_window_exceeded","last_event_id":%d,"oldest_retained_id":%d,"head_event_id":%d}`,
-				last, gone.OldestRetainedID, gone.HeadEventID), string(body))
+			assert.Equal(t, fmt.Sprintf(`{"error":"resume_window_exceeded","last_event_id":%d,"oldest_retained_id":%d,"head_event_id":%d,"resume_event_id":%d}`,
+				last, gone.OldestRetainedID, gone.HeadEventID, gone.ResumeEventID), string(body))
+			assert.Less(t, gone.ResumeEventID, gone.OldestRetainedID, "the newest evicted event precedes the retained ones")
+			assert.Greater(t, gone.ResumeEventID, last)
 			assert.Equal(t, gone.HeadEventID-4, gone.OldestRetainedID, "five events retained, all of this stream")
 			assert.Greater(t, gone.HeadEventID, last+5)
 			if tc.complete {
 				written := ts.records(sideeffects.KindResultWritten, forRequest("2"))
 				require.Len(t, written, 1)
 				assert.Equal(t, written[0].EventID, gone.HeadEventID, "head is the stream's newest event")
+				// Resuming at resume_event_id still delivers the result.
+				again := ts.resume(t, sid, v, gone.ResumeEventID)
+				require.Equal(t, http.StatusOK, again.StatusCode)
+				b, err := io.ReadAll(again.Body)
+				require.NoError(t, err)
+				assert.Contains(t, string(b), fmt.Sprintf("id: %d\n", written[0].EventID), "the result is replayed")
 			}
 
 			atHead := ts.resume(t, sid, v, gone.HeadEventID)
@@ -348,5 +356,6 @@ func TestEvictedByAge(t *testing.T) {
 	require.Equal(t, http.StatusGone, resp.StatusCode)
 	var gone resumeGone
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&gone))
-	assert.Equal(t, resumeGone{Error: errResumeWindow, LastEventID: eventID(t, prime), OldestRetainedID: 0, HeadEventID: written.EventID}, gone)
+	assert.Equal(t, resumeGone{Error: errResumeWindow, LastEventID: eventID(t, prime), OldestRetainedID: 0, HeadEventID: written.EventID, ResumeEventID: written.EventID}, gone,
+		"everything aged out: the earliest honourable cursor is the head")
 }

@@ -184,7 +184,7 @@ func (s *Server) resumePoint(w http.ResponseWriter, r *http.Request, sess *sessi
 		return loc.Stream, id, true
 	case s.cfg.OnUnresumable == OnUnresumableGone:
 		s.log.Info("resume window exceeded", "session", sess.id, "stream", loc.Stream.String(), "last_event_id", id, "head", loc.Head)
-		writeJSON(w, http.StatusGone, resumeGone{Error: errResumeWindow, LastEventID: id, OldestRetainedID: loc.Oldest, HeadEventID: loc.Head})
+		writeJSON(w, http.StatusGone, resumeGone{Error: errResumeWindow, LastEventID: id, OldestRetainedID: loc.Oldest, HeadEventID: loc.Head, ResumeEventID: loc.Evicted})
 		return 0, 0, false
 	}
 	s.skipGap(sess, loc.Stream, id, loc.Head)

@@ -262,6 +262,10 @@ type Resume struct {
 	Honourable bool  // no event of Stream newer than the id was evicted
 	Head       int64 // newest event id of Stream
 	Oldest     int64 // oldest retained event id of Stream; 0 if none
+	// Evicted is the newest evicted event id of Stream (0 if none): the
+	// earliest honourable cursor, from which every retained event of the
+	// stream is replayed.
+	Evicted int64
 }
 
 // Locate resolves a Last-Event-ID to its stream and says whether resuming
@@ -279,7 +283,7 @@ func (ss *Session) Locate(id int64) (Resume, error) {
 	i := sort.Search(len(ss.ranges), func(i int) bool { return ss.ranges[i].last >= id })
 	st := ss.ranges[i].stream
 	s := ss.streams[st]
-	r := Resume{Stream: st, Honourable: s.maxEvicted <= id, Head: s.head}
+	r := Resume{Stream: st, Honourable: s.maxEvicted <= id, Head: s.head, Evicted: s.maxEvicted}
 	for _, ev := range ss.events {
 		if ev.Stream == st {
 			r.Oldest = ev.ID

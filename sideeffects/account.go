@@ -118,11 +118,14 @@ type Fork struct {
 // mid-call) concludes unknown, and an SDK client cannot see event ids. An
 // outcome recorded before the result was written, without its event id, is
 // a client that gave up on the stream, and the result it left behind is
-// orphaned.
+// orphaned. Surfaced marks an orphan whose stream the client concluded as
+// an unknown outcome: the client cannot have read the result, but it told
+// its caller so instead of assuming (a surfaced gap, for a result).
 type Orphan struct {
 	StreamKey
-	N       int64 // of the result_written record
-	EventID int64
+	N        int64 // of the result_written record
+	EventID  int64
+	Surfaced bool
 }
 
 // Call is one logical call of one client, over all its attempts.
@@ -190,9 +193,11 @@ type accountant struct {
 	outcomes map[StreamKey][]outcomeRef // every ok, fail and unknown of a stream
 }
 
-// outcomeRef is when an outcome was recorded and the event id it read.
+// outcomeRef is when an outcome was recorded, the event id it read, and
+// whether it was an unknown.
 type outcomeRef struct {
 	tus, eventID int64
+	unknown      bool
 }
 
 type streamState struct {
@@ -293,7 +298,7 @@ func (a *accountant) historyRecord(line int, h *history.Record) {
 			s.resultRead, s.later = true, line
 		}
 	case history.KindUnknown:
-		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID})
+		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID, unknown: true})
 	case history.KindGap:
 		g := gapRef{from: h.FromEventID, to: h.ToEventID, line: line}
 		if h.RequestID == "" {
@@ -438,7 +443,8 @@ func (a *accountant) orphans() []Orphan {
 			return (o.eventID != 0 && o.eventID == w.eventID) || o.tus >= w.tus
 		})
 		if !read {
-			out = append(out, Orphan{StreamKey: key, N: w.n, EventID: w.eventID})
+			surfaced := slices.ContainsFunc(a.outcomes[key], func(o outcomeRef) bool { return o.unknown })
+			out = append(out, Orphan{StreamKey: key, N: w.n, EventID: w.eventID, Surfaced: surfaced})
 		}
 	}
 	slices.SortFunc(out, func(x, y Orphan) int { return cmp.Compare(x.N, y.N) })

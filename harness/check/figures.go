@@ -21,7 +21,8 @@ type Figures struct {
 	EventsUnread       int64 `json:"events_unread"`        // after the client's last look at an abandoned stream
 	Sessions           int64 `json:"sessions"`             // sessions the server opened
 	Forks              int64 `json:"forks"`                // sessions opened while the client had another live
-	OrphanedResults    int64 `json:"orphaned_results"`     // results written that nobody read
+	OrphanedResults    int64 `json:"orphaned_results"`     // results nobody read, with no unknown surfaced
+	OrphanedSurfaced   int64 `json:"orphaned_surfaced"`    // results unread by calls surfaced as unknown
 	Reconnects         int64 `json:"reconnects"`           // reconnect attempts in the history
 	Resumes            int64 `json:"resumes"`              // successful resumes
 	Gaps               int64 `json:"gaps"`                 // gaps the clients surfaced
@@ -51,6 +52,7 @@ var figureTable = []struct {
 	{"sessions", func(f *Figures) int64 { return f.Sessions }},
 	{"forks", func(f *Figures) int64 { return f.Forks }},
 	{"orphaned_results", func(f *Figures) int64 { return f.OrphanedResults }},
+	{"orphaned_surfaced", func(f *Figures) int64 { return f.OrphanedSurfaced }},
 	{"reconnects", func(f *Figures) int64 { return f.Reconnects }},
 	{"resumes", func(f *Figures) int64 { return f.Resumes }},
 	{"gaps", func(f *Figures) int64 { return f.Gaps }},
@@ -95,10 +97,16 @@ func figures(in Input, order []int, acc *sideeffects.Accounts) Figures {
 		EventsUnread:       int64(acc.Events.Unread),
 		Sessions:           int64(len(acc.Sessions)),
 		Forks:              int64(len(acc.Forks)),
-		OrphanedResults:    int64(len(acc.Orphaned)),
 		BlindRetries:       int64(len(acc.BlindRetries)),
 		WallMS:             in.Wall.Milliseconds(),
 		ScheduledMS:        in.Scheduled.Milliseconds(),
+	}
+	for _, o := range acc.Orphaned {
+		if o.Surfaced {
+			f.OrphanedSurfaced++
+		} else {
+			f.OrphanedResults++
+		}
 	}
 	for _, c := range acc.Calls {
 		switch c.Outcome {

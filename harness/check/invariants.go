@@ -76,19 +76,30 @@ func noFork(acc *sideeffects.Accounts) Result {
 	return ev.result(NoSessionFork, false, count(len(acc.Forks), "session")+" opened while the same client held another live")
 }
 
-// noOrphans: every result written was read by some client outcome.
+// noOrphans: every result written was read by some client outcome, or
+// belongs to a call its client surfaced as an unknown outcome.
 func noOrphans(acc *sideeffects.Accounts) Result {
 	var ev evidence
+	silent, surfaced := 0, 0
 	for _, o := range acc.Orphaned {
+		if o.Surfaced {
+			surfaced++
+			continue
+		}
+		silent++
 		ev.add("ledger n=%d: result of %s (event id %d) written, never read", o.N, streamName(o.StreamKey), o.EventID)
 	}
-	if len(acc.Orphaned) == 0 {
-		if acc.Results == 0 {
-			return ev.result(NoOrphanedResults, true, "no result written")
-		}
-		return ev.result(NoOrphanedResults, true, count(acc.Results, "result")+" written, every one read by a client")
+	note := ""
+	if surfaced > 0 {
+		note = fmt.Sprintf("; %d unread by calls their clients surfaced as unknown outcomes", surfaced)
 	}
-	return ev.result(NoOrphanedResults, false, fmt.Sprintf("%d of %s never read", len(acc.Orphaned), count(acc.Results, "result written", "results written")))
+	switch {
+	case silent > 0:
+		return ev.result(NoOrphanedResults, false, fmt.Sprintf("%d of %s never read%s", silent, count(acc.Results, "result written", "results written"), note))
+	case acc.Results == 0:
+		return ev.result(NoOrphanedResults, true, "no result written")
+	}
+	return ev.result(NoOrphanedResults, true, count(acc.Results, "result")+" written, every one read by a client"+note)
 }
 
 // outcomesResolved: every call ended ok, fail or unknown, and no

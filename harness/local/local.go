@@ -9,6 +9,7 @@ package local
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -260,7 +261,34 @@ func (p *process) Restart(ctx context.Context, graceful bool) error {
 	return nil
 }
 
-func (p *process) Pause(context.Context) error  { return p.signal(syscall.SIGSTOP) }
+// Pause stops the agent's process group and returns once the agent is
+// stopped, so a fault logged as injected is in effect.
+func (p *process) Pause(ctx context.Context) error {
+	if err := p.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	pid := p.cmd.Process.Pid
+	p.mu.Unlock()
+	stat := fmt.Sprintf("/proc/%d/stat", pid)
+	for range 200 {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return err
+		}
+		// pid (comm) STATE ...: comm may hold spaces, so look after ')'.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'T' {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("pause %s: the agent did not stop within a second", p.spec.Role)
+}
+
 func (p *process) Resume(context.Context) error { return p.signal(syscall.SIGCONT) }
 
 func (p *process) Stop(ctx context.Context, graceful bool) error { return p.stop(ctx, graceful) }

@@ -100,10 +100,15 @@ type Session struct {
 	OpenedUS int64
 	Closed   int64 // N of the first session_closed; 0 if live at the end of the run
 	ClosedUS int64
+	// Claimed is whether the client's history ever names the session: a
+	// client holds a session only once it learned its id. A session whose
+	// initialize answer was lost on the way is opened on the server but
+	// never held.
+	Claimed bool
 }
 
 // Fork is a session opened for a logical client while another session of
-// the same client was still live.
+// the same client was still live, both of them held (claimed) by it.
 type Fork struct {
 	Client string
 	Live   Session
@@ -191,6 +196,7 @@ type accountant struct {
 	closed   map[string]Record
 	results  map[StreamKey]writtenRef
 	outcomes map[StreamKey][]outcomeRef // every ok, fail and unknown of a stream
+	claimed  map[string]bool            // sessions some history record names
 }
 
 // outcomeRef is when an outcome was recorded, the event id it read, and
@@ -231,6 +237,7 @@ func newAccountant() *accountant {
 		closed:   map[string]Record{},
 		results:  map[StreamKey]writtenRef{},
 		outcomes: map[StreamKey][]outcomeRef{},
+		claimed:  map[string]bool{},
 	}
 }
 
@@ -278,6 +285,9 @@ func (a *accountant) ledgerRecord(r *Record) {
 
 func (a *accountant) historyRecord(line int, h *history.Record) {
 	key := StreamKey{Session: h.Session, RequestID: h.RequestID}
+	if h.Session != "" {
+		a.claimed[h.Session] = true
+	}
 	switch h.Kind {
 	case history.KindEvent:
 		if h.Seq <= 0 {
@@ -393,6 +403,7 @@ func (a *accountant) sessionList() []Session {
 		if c, ok := a.closed[id]; ok {
 			s.Closed, s.ClosedUS = c.N, c.TUS
 		}
+		s.Claimed = a.claimed[id]
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(x, y Session) int { return cmp.Compare(x.Opened, y.Opened) })
@@ -401,11 +412,12 @@ func (a *accountant) sessionList() []Session {
 
 // forks finds, per logical client, each session opened while an earlier
 // session of the client was still live (closed strictly after the opening).
-// Sessions without a client cannot be attributed and are skipped.
+// Sessions without a client cannot be attributed, and sessions the client
+// never learned of were never held by it: both are skipped.
 func forks(sessions []Session) []Fork {
 	byClient := map[string][]Session{}
 	for _, s := range sessions {
-		if s.Client != "" {
+		if s.Client != "" && s.Claimed {
 			byClient[s.Client] = append(byClient[s.Client], s)
 		}
 	}

@@ -2,6 +2,7 @@ package sideeffects
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -143,21 +144,29 @@ func TestAccountForks(t *testing.T) {
 		return Record{Kind: KindSessionClosed, Session: session, Reason: "expired", TUS: t}
 	}
 	tests := []struct {
-		name   string
-		ledger []Record
-		forks  [][2]string // live, new
+		name      string
+		ledger    []Record
+		unclaimed []string    // sessions no history record names
+		forks     [][2]string // live, new
 	}{
-		{"one session", []Record{open("a", "c1", 0)}, nil},
-		{"second session while the first is live", []Record{open("a", "c1", 0), open("b", "c1", 10)}, [][2]string{{"a", "b"}}},
-		{"second session after the first closed", []Record{open("a", "c1", 0), closed("a", 10), open("b", "c1", 10)}, nil},
-		{"closed after the second opened", []Record{open("a", "c1", 0), open("b", "c1", 10), closed("a", 11)}, [][2]string{{"a", "b"}}},
-		{"different clients", []Record{open("a", "c1", 0), open("b", "c2", 10)}, nil},
-		{"sessions without a client", []Record{open("a", "", 0), open("b", "", 10)}, nil},
-		{"three at once", []Record{open("a", "c1", 0), open("b", "c1", 5), open("c", "c1", 9)}, [][2]string{{"a", "b"}, {"a", "c"}}},
+		{"one session", []Record{open("a", "c1", 0)}, nil, nil},
+		{"second session while the first is live", []Record{open("a", "c1", 0), open("b", "c1", 10)}, nil, [][2]string{{"a", "b"}}},
+		{"second session after the first closed", []Record{open("a", "c1", 0), closed("a", 10), open("b", "c1", 10)}, nil, nil},
+		{"closed after the second opened", []Record{open("a", "c1", 0), open("b", "c1", 10), closed("a", 11)}, nil, [][2]string{{"a", "b"}}},
+		{"different clients", []Record{open("a", "c1", 0), open("b", "c2", 10)}, nil, nil},
+		{"sessions without a client", []Record{open("a", "", 0), open("b", "", 10)}, nil, nil},
+		{"a lost initialize answer opens a session never held", []Record{open("a", "c1", 0), open("b", "c1", 5)}, []string{"a"}, nil},
+		{"three at once", []Record{open("a", "c1", 0), open("b", "c1", 5), open("c", "c1", 9)}, nil, [][2]string{{"a", "b"}, {"a", "c"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := Account(numbered(tc.ledger...), nil)
+			var hist []history.Record
+			for _, r := range tc.ledger {
+				if r.Kind == KindSessionOpened && !slices.Contains(tc.unclaimed, r.Session) {
+					hist = append(hist, history.Record{Kind: history.KindSessionNew, Client: r.Client, Session: r.Session})
+				}
+			}
+			a := Account(numbered(tc.ledger...), hist)
 			var forks [][2]string
 			for _, f := range a.Forks {
 				forks = append(forks, [2]string{f.Live.ID, f.New.ID})
@@ -165,8 +174,8 @@ func TestAccountForks(t *testing.T) {
 			assert.Equal(t, tc.forks, forks)
 		})
 	}
-	a := Account(numbered(open("a", "c1", 3), closed("a", 8)), nil)
-	assert.Equal(t, []Session{{ID: "a", Client: "c1", Opened: 1, OpenedUS: 3, Closed: 2, ClosedUS: 8}}, a.Sessions)
+	a := Account(numbered(open("a", "c1", 3), closed("a", 8)), []history.Record{{Kind: history.KindInvoke, Session: "a"}})
+	assert.Equal(t, []Session{{ID: "a", Client: "c1", Opened: 1, OpenedUS: 3, Closed: 2, ClosedUS: 8, Claimed: true}}, a.Sessions)
 }
 
 func TestAccountOrphans(t *testing.T) {

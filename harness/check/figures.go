@@ -20,6 +20,7 @@ type Figures struct {
 	EventsLostSurfaced int64 `json:"events_lost_surfaced"` // missing inside a gap the client surfaced
 	EventsUnread       int64 `json:"events_unread"`        // after the client's last look at an abandoned stream
 	Sessions           int64 `json:"sessions"`             // sessions the server opened
+	SessionsUnclaimed  int64 `json:"sessions_unclaimed"`   // ... that no client ever learned of
 	Forks              int64 `json:"forks"`                // sessions opened while the client had another live
 	OrphanedResults    int64 `json:"orphaned_results"`     // results nobody read, with no unknown surfaced
 	OrphanedSurfaced   int64 `json:"orphaned_surfaced"`    // results unread by calls surfaced as unknown
@@ -50,6 +51,7 @@ var figureTable = []struct {
 	{"events_lost_surfaced", func(f *Figures) int64 { return f.EventsLostSurfaced }},
 	{"events_unread", func(f *Figures) int64 { return f.EventsUnread }},
 	{"sessions", func(f *Figures) int64 { return f.Sessions }},
+	{"sessions_unclaimed", func(f *Figures) int64 { return f.SessionsUnclaimed }},
 	{"forks", func(f *Figures) int64 { return f.Forks }},
 	{"orphaned_results", func(f *Figures) int64 { return f.OrphanedResults }},
 	{"orphaned_surfaced", func(f *Figures) int64 { return f.OrphanedSurfaced }},
@@ -100,6 +102,11 @@ func figures(in Input, order []int, acc *sideeffects.Accounts) Figures {
 		BlindRetries:       int64(len(acc.BlindRetries)),
 		WallMS:             in.Wall.Milliseconds(),
 		ScheduledMS:        in.Scheduled.Milliseconds(),
+	}
+	for _, s := range acc.Sessions {
+		if !s.Claimed {
+			f.SessionsUnclaimed++
+		}
 	}
 	for _, o := range acc.Orphaned {
 		if o.Surfaced {

@@ -18,9 +18,9 @@ import (
 	"github.com/chaosrun/chaosrun/internal/runclock"
 )
 
-// RuntimeFactory makes a fresh runtime for one experiment, so experiments
-// running in parallel share nothing.
-type RuntimeFactory func(ctx context.Context, experiment string) (agent.Runtime, error)
+// RuntimeFactory makes a fresh runtime for one experiment of a run, so
+// experiments running in parallel share nothing.
+type RuntimeFactory func(ctx context.Context, runID, experiment string) (agent.Runtime, error)
 
 // Options configure a run.
 type Options struct {
@@ -107,7 +107,7 @@ func Execute(ctx context.Context, opts Options, plans []*spec.Plan) (*Run, error
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			run.Results[i] = runOne(ctx, opts, run.Dir, p, prog)
+			run.Results[i] = runOne(ctx, opts, run, p, prog)
 		})
 	}
 	wg.Wait()
@@ -115,9 +115,9 @@ func Execute(ctx context.Context, opts Options, plans []*spec.Plan) (*Run, error
 	return run, writeReports(run)
 }
 
-func runOne(ctx context.Context, opts Options, runDir string, p *spec.Plan, prog *progress) *ExperimentResult {
+func runOne(ctx context.Context, opts Options, run *Run, p *spec.Plan, prog *progress) *ExperimentResult {
 	name := p.Experiment.Name
-	dir := filepath.Join(runDir, name)
+	dir := filepath.Join(run.Dir, name)
 	clock := runclock.Start()
 	say := func(format string, args ...any) { prog.say(name, clock, format, args...) }
 	fail := func(err error) *ExperimentResult {
@@ -127,7 +127,7 @@ func runOne(ctx context.Context, opts Options, runDir string, p *spec.Plan, prog
 	if ctx.Err() != nil {
 		return fail(fmt.Errorf("not started: %w", context.Cause(ctx)))
 	}
-	rt, err := opts.NewRuntime(ctx, name)
+	rt, err := opts.NewRuntime(ctx, run.ID, name)
 	if err != nil {
 		return fail(fmt.Errorf("runtime: %w", err))
 	}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/chaosrun/chaosrun/targets/client"
+	"github.com/chaosrun/chaosrun/targets/history"
+	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/spf13/cobra"
+)
+
+type clientFlags struct {
+	agentFlags
+	target       string
+	workloadJSON string
+	workloadFile string
+	history      string
+	opts         workload.Options
+}
+
+func newClientAgentCmd() *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "client",
+		Short: "Run the workload's logical clients against an MCP endpoint, writing history.jsonl",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := f.context(cmd.Context())
+			defer cancel()
+			plan, err := f.plan()
+			if err != nil {
+				return err
+			}
+			clock, err := f.clock()
+			if err != nil {
+				return err
+			}
+			hist, err := history.Create(f.path(f.history), clock)
+			if err != nil {
+				return withCode(exitHarness, err)
+			}
+			defer hist.Close()
+			opts := f.opts
+			opts.CursorDir = f.path(opts.CursorDir)
+			if err := os.MkdirAll(opts.CursorDir, 0o755); err != nil {
+				return withCode(exitHarness, err)
+			}
+			opts.Clock, opts.History, opts.Logger = clock, hist, f.logger(cmd.ErrOrStderr(), "client")
+			return runClients(ctx, f.target, opts, plan)
+		},
+	}
+	f.register(cmd, false)
+	fl := cmd.Flags()
+	fl.StringVar(&f.target, "target", "resumable", "client implementation: resumable, naive")
+	fl.StringVar(&f.opts.Endpoint, "endpoint", "", "the MCP endpoint URL (through the proxy)")
+	fl.StringVar(&f.workloadJSON, "workload-json", "", "the workload plan as JSON")
+	fl.StringVar(&f.workloadFile, "workload", "", "a file holding the workload plan as JSON")
+	fl.StringVar(&f.history, "history", "history.jsonl", "the history file (appended to)")
+	fl.StringVar(&f.opts.Cursor, "cursor", "memory", "cursor store: memory or file")
+	fl.StringVar(&f.opts.CursorDir, "cursor-dir", "cursors", "folder of the file cursors")
+	fl.StringVar(&f.opts.Protocol, "protocol", mcp.LatestVersion, "protocol version to ask for")
+	fl.DurationVar(&f.opts.Backoff.Initial, "backoff-initial", time.Second, "first reconnect delay")
+	fl.DurationVar(&f.opts.Backoff.Max, "backoff-max", 30*time.Second, "largest reconnect delay")
+	fl.IntVar(&f.opts.Backoff.Retries, "backoff-retries", 8, "reconnect attempts before giving up")
+	fl.DurationVar(&f.opts.ReadTimeout, "read-timeout", 0, "treat a stream silent this long as broken; 0 = never")
+	fl.Int64Var(&f.opts.Seed, "seed", 1, "seed of the backoff jitter")
+	return cmd
+}
+
+func (f *clientFlags) plan() (workload.Plan, error) {
+	switch {
+	case f.workloadJSON != "" && f.workloadFile != "":
+		return workload.Plan{}, withCode(exitInvalid, errors.New("give --workload-json or --workload, not both"))
+	case f.workloadFile != "":
+		p, err := workload.LoadPlan(f.path(f.workloadFile))
+		return p, withCode(exitInvalid, err)
+	case f.workloadJSON != "":
+		var p workload.Plan
+		if err := json.Unmarshal([]byte(f.workloadJSON), &p); err != nil {
+			return workload.Plan{}, withCode(exitInvalid, fmt.Errorf("--workload-json: %w", err))
+		}
+		return p, nil
+	}
+	return workload.Plan{}, withCode(exitInvalid, errors.New("a workload is required (--workload-json or --workload)"))
+}
+
+// runClients runs every logical client concurrently and waits for all.
+func runClients(ctx context.Context, target string, opts workload.Options, plan workload.Plan) error {
+	run, err := clientRunner(target)
+	if err != nil {
+		return err
+	}
+	errs := make([]error, len(plan.Clients))
+	var wg sync.WaitGroup
+	for i, c := range plan.Clients {
+		wg.Go(func() { errs[i] = run(ctx, opts, c) })
+	}
+	wg.Wait()
+	return withCode(exitHarness, errors.Join(errs...))
+}
+
+type clientFunc func(ctx context.Context, opts workload.Options, c workload.Client) error
+
+func clientRunner(target string) (clientFunc, error) {
+	switch target {
+	case "naive", "resumable":
+		return func(ctx context.Context, opts workload.Options, c workload.Client) error {
+			return client.Run(ctx, target, opts, c)
+		}, nil
+	}
+	return nil, withCode(exitInvalid, fmt.Errorf("--target: unknown client target %q", target))
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/chaosrun/chaosrun/internal/runclock"
+	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets/server"
+	"github.com/spf13/cobra"
+)
+
+// serverTarget is what the server agent serves, whatever the target.
+type serverTarget interface {
+	Serve(ln net.Listener) error
+	Shutdown(ctx context.Context) error
+	Close() error
+}
+
+type serverFlags struct {
+	agentFlags
+	target        string
+	ledger        string
+	cfg           server.Config
+	drain         time.Duration
+	allowedOrigin []string
+	command       []string
+}
+
+func newServerAgentCmd() *cobra.Command {
+	var f serverFlags
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Serve an MCP server under test (the reference server, or an SDK's) on /mcp",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := f.context(cmd.Context())
+			defer cancel()
+			clock, err := f.clock()
+			if err != nil {
+				return err
+			}
+			srv, err := f.build(clock, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			ln, err := f.listen(cmd)
+			if err != nil {
+				srv.Close()
+				return err
+			}
+			announce(cmd, ln)
+			return serveUntilDone(ctx, srv, ln, f.drain)
+		},
+	}
+	f.register(cmd, true)
+	fl := cmd.Flags()
+	fl.StringVar(&f.target, "target", "reference", "server implementation: reference")
+	fl.StringVar(&f.ledger, "ledger", "", "ledger URL; empty keeps records in memory")
+	fl.IntVar(&f.cfg.RetentionEvents, "retention-events", 1000, "per-session event buffer; 0 = unbounded")
+	fl.DurationVar(&f.cfg.RetentionAge, "retention-age", 0, "evict events older than this; 0 = no limit")
+	fl.StringVar(&f.cfg.OnUnresumable, "on-unresumable", server.OnUnresumableGone, "answer to an evicted Last-Event-ID: gone (410) or silent_head (the incident's bug)")
+	fl.StringVar(&f.cfg.EventStore, "event-store", server.EventStoreMemory, "memory or file (survives a restart)")
+	fl.StringVar(&f.cfg.StorePath, "store-path", "events.log", "the file event store's journal")
+	fl.DurationVar(&f.cfg.SessionTTL, "session-ttl", 10*time.Minute, "idle session TTL; 0 = never")
+	fl.DurationVar(&f.cfg.Keepalive, "keepalive", 0, "SSE comment interval; 0 = none")
+	fl.DurationVar(&f.cfg.Retry, "retry", 0, "retry field of 2025-11-25 streams; 0 = omit")
+	fl.DurationVar(&f.cfg.DefaultChargeDuration, "charge-duration", time.Second, "charge duration when a call gives none")
+	fl.StringSliceVar(&f.allowedOrigin, "allowed-origin", nil, "allowed Origin values (repeatable); empty allows any")
+	fl.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running tools may finish")
+	fl.StringArrayVar(&f.command, "command", nil, "target command: the command and its arguments, one flag each")
+	return cmd
+}
+
+func (f *serverFlags) recorder() sideeffects.Recorder {
+	if f.ledger == "" {
+		return sideeffects.NewMemory()
+	}
+	return sideeffects.NewClient(f.ledger)
+}
+
+func (f *serverFlags) build(clock runclock.Clock, stderr io.Writer) (serverTarget, error) {
+	switch f.target {
+	case "reference":
+		cfg := f.cfg
+		cfg.StorePath = f.path(cfg.StorePath)
+		cfg.AllowedOrigins = f.allowedOrigin
+		cfg.Recorder = f.recorder()
+		cfg.Clock = clock
+		cfg.Logger = f.logger(stderr, "server")
+		srv, err := server.New(cfg)
+		if err != nil {
+			return nil, withCode(exitInvalid, err)
+		}
+		return srv, nil
+	}
+	return nil, withCode(exitInvalid, fmt.Errorf("--target: unknown server target %q", f.target))
+}
+
+// serveUntilDone serves until ctx ends (SIGTERM), then shuts down
+// gracefully, letting running tools finish for up to drain.
+func serveUntilDone(ctx context.Context, srv serverTarget, ln net.Listener, drain time.Duration) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		srv.Close()
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return withCode(exitHarness, err)
+		}
+		return nil
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	<-errc
+	return withCode(exitHarness, err)
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain lets the test binary serve as the agents of the runs it starts:
+// the local runtime starts os.Executable() with "agent ROLE ...", exactly
+// as it starts the chaosrun binary.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "agent" {
+		os.Exit(execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func chaosrun(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = execute(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+const validExperiment = `name: tiny
+description: A short charge cut by an idle timeout, with the naive client.
+time_scale: 0.02
+client: {target: naive, backoff: {initial: 1s, max: 1s, retries: 1}}
+workload:
+  calls: [{tool: charge, args: {amount_cents: 100}, duration: 90s}]
+faults:
+  - {kind: idle_timeout, at: 0s, params: {idle: 60s, close: reset}}
+expect:
+  verdict: fail
+  violations: [no_duplicate_side_effects, no_session_fork, no_orphaned_results]
+`
+
+func writeExperiment(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "x.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
+	return path
+}
+
+func TestInvalidInputExitsThreeAndNamesFileLineField(t *testing.T) {
+	path := writeExperiment(t, strings.Replace(validExperiment, "time_scale: 0.02", "time_scale: 0.02\nsede: 3", 1))
+	out := t.TempDir()
+	tests := [][]string{
+		{"validate", path},
+		{"list", path},
+		{"run", "--out", out, path},
+	}
+	for _, args := range tests {
+		t.Run(args[0], func(t *testing.T) {
+			code, _, stderr := chaosrun(t, args...)
+			assert.Equal(t, exitInvalid, code)
+			assert.Contains(t, stderr, path+":4:1: sede: unknown field")
+		})
+	}
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing runs, and nothing is written, when an input is invalid")
+}
+
+func TestBadFlagsAreInvalidInput(t *testing.T) {
+	path := writeExperiment(t, validExperiment)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--runtime", "cloud", path}, "--runtime"},
+		{[]string{"run", "--time-scale", "-1", path}, "--time-scale"},
+		{[]string{"run", "--parallel", "0", path}, "--parallel"},
+		{[]string{"run", "--no-such-flag", path}, "unknown flag"},
+		{[]string{"report", filepath.Join(t.TempDir(), "missing")}, "report"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
+			code, _, stderr := chaosrun(t, tc.args...)
+			assert.Equal(t, exitInvalid, code)
+			assert.Contains(t, stderr, tc.want)
+		})
+	}
+}
+
+func TestValidateAndListTheLibrary(t *testing.T) {
+	code, out, stderr := chaosrun(t, "validate", "../../experiments")
+	require.Equal(t, exitMet, code, stderr)
+	assert.Contains(t, out, "ok  double-charge-lb-idle ")
+
+	code, out, _ = chaosrun(t, "list", "../../experiments")
+	require.Equal(t, exitMet, code)
+	assert.Regexp(t, `silent-loss-evicted-resume\s+fail\s+resumable\s+reference\s+partition`, out)
+}
+
+// TestRunReproducesTheIncidentAndReportRejudgesIt runs a small double-charge
+// experiment end to end on the local runtime, then judges the saved run
+// again offline.
+func TestRunReproducesTheIncidentAndReportRejudgesIt(t *testing.T) {
+	path := writeExperiment(t, validExperiment)
+	out := t.TempDir()
+	junit := filepath.Join(t.TempDir(), "reports", "junit.xml")
+	code, stdout, stderr := chaosrun(t, "run", "--out", out, "--junit", junit, path)
+	require.Equal(t, exitMet, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Contains(t, stdout, "| tiny | fail | fail | yes | no_duplicate_side_effects, no_session_fork, no_orphaned_results |")
+	assert.Contains(t, stderr, "fault idle_timeout #0 injected")
+	assert.FileExists(t, junit)
+
+	runs, err := os.ReadDir(out)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	runDir := filepath.Join(out, runs[0].Name())
+	for _, f := range []string{"summary.md", "junit.xml", "run.json", "tiny/verdict.json", "tiny/history.jsonl",
+		"tiny/ledger.jsonl", "tiny/faults.jsonl", "tiny/experiment.yaml", "tiny/logs/server.log"} {
+		assert.FileExists(t, filepath.Join(runDir, f))
+	}
+
+	code, stdout, stderr = chaosrun(t, "report", runDir)
+	require.Equal(t, exitMet, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Contains(t, stdout, "| tiny | fail | fail | yes |")
+
+	// A saved verdict that no longer matches what the records say is caught.
+	verdict := filepath.Join(runDir, "tiny", "verdict.json")
+	b, err := os.ReadFile(verdict)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(verdict, bytes.Replace(b, []byte(`"duplicates": 1`), []byte(`"duplicates": 0`), 1), 0o644))
+	code, stdout, _ = chaosrun(t, "report", runDir)
+	assert.Equal(t, exitNotMet, code)
+	assert.Contains(t, stdout, "differs from the saved verdict.json")
+}
+
+func TestUnmetExpectationExitsOne(t *testing.T) {
+	path := writeExperiment(t, strings.NewReplacer(
+		"verdict: fail", "verdict: pass",
+		"  violations: [no_duplicate_side_effects, no_session_fork, no_orphaned_results]\n", "",
+	).Replace(validExperiment))
+	code, stdout, stderr := chaosrun(t, "run", "-q", "--out", t.TempDir(), path)
+	assert.Equal(t, exitNotMet, code, stderr)
+	assert.Contains(t, stdout, "verdict is fail, expected pass")
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := chaosrun(t, "version")
+	require.Equal(t, exitMet, code)
+	assert.Contains(t, out, "chaosrun ")
+}
+
+// children lists the live processes whose parent is this test process.
+func children(t *testing.T) []string {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	require.NoError(t, err)
+	var kids []string
+	me := strconv.Itoa(os.Getpid())
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+		fields := strings.Fields(rest)
+		if len(fields) > 1 && fields[1] == me && fields[0] != "Z" {
+			kids = append(kids, st)
+		}
+	}
+	return kids
+}
+
+func TestInterruptedRunLeavesNoAgentBehind(t *testing.T) {
+	path := writeExperiment(t, strings.Replace(validExperiment, "duration: 90s", "duration: 30m", 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	out := t.TempDir()
+	done := make(chan int, 1)
+	var stdout, stderr syncBuffer
+	go func() { done <- execute(ctx, []string{"run", "--out", out, path}, &stdout, &stderr) }()
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "workload:") },
+		20*time.Second, 10*time.Millisecond, "the workload starts")
+	require.NotEmpty(t, children(t), "agents run while the experiment does")
+	cancel() // what Ctrl-C does through signal.NotifyContext
+	select {
+	case code := <-done:
+		assert.Equal(t, exitHarness, code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end after its context was cancelled")
+	}
+	assert.Empty(t, children(t), "no agent outlives the run")
+	assert.Contains(t, stdout.String(), "harness error")
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a run writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

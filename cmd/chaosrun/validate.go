@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/chaosrun/chaosrun/harness/spec"
+	"github.com/spf13/cobra"
+)
+
+const defaultExperiments = "experiments"
+
+// loadExperiments loads paths (default: the experiments folder); every
+// problem in every file is an invalid-input error.
+func loadExperiments(paths []string) ([]*spec.Experiment, error) {
+	if len(paths) == 0 {
+		paths = []string{defaultExperiments}
+	}
+	exps, err := spec.LoadPaths(paths)
+	if errors.Is(err, spec.ErrInvalid) {
+		return nil, withCode(exitInvalid, err)
+	}
+	if err != nil {
+		return nil, withCode(exitHarness, err)
+	}
+	return exps, nil
+}
+
+func newValidateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate [PATH...]",
+		Short: "Check experiment files without running them (default: experiments/)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			exps, err := loadExperiments(args)
+			if err != nil {
+				return err
+			}
+			for _, x := range exps {
+				fmt.Fprintf(cmd.OutOrStdout(), "ok  %s (%s)\n", x.Name, x.Path)
+			}
+			return nil
+		},
+	}
+}
+
+func newListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list [PATH...]",
+		Short: "List experiments with their expected verdict (default: experiments/)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			exps, err := loadExperiments(args)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tEXPECT\tCLIENT\tSERVER\tFAULTS\tDESCRIPTION")
+			for _, x := range exps {
+				kinds := make([]string, len(x.Faults))
+				for i, f := range x.Faults {
+					kinds[i] = f.Kind
+				}
+				desc, _, _ := strings.Cut(strings.TrimSpace(x.Description), "\n")
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", x.Name, x.Expect.Verdict, x.Client.Target,
+					x.Server.Target, strings.Join(kinds, ","), desc)
+			}
+			return tw.Flush()
+		},
+	}
+}

@@ -43,6 +43,7 @@ type experiment struct {
 	rt       agent.Runtime
 	clock    runclock.Clock
 	progress func(format string, args ...any)
+	verbose  bool
 	procs    map[string]agent.Process
 	endpoint string // the MCP endpoint through the proxy, as the client sees it
 }
@@ -84,12 +85,19 @@ func (e *experiment) stateDir(role string) string { return filepath.Join(e.dir, 
 
 func (e *experiment) start(ctx context.Context, role string, port int, args ...string) (agent.Process, error) {
 	args = append(args, "--base", e.clock.String())
+	if e.verbose {
+		args = append(args, "-v")
+	}
+	logPath := filepath.Join(e.logDir(), role+".log")
 	p, err := e.rt.Start(ctx, agent.Spec{
-		Role: role, Args: args, StateDir: e.stateDir(role), LogPath: filepath.Join(e.logDir(), role+".log"),
+		Role: role, Args: args, StateDir: e.stateDir(role), LogPath: logPath,
 		Port: port, Serves: role != agent.RoleClient,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if e.verbose {
+		e.progress("%s started: url %q, log %s", role, p.URL(), logPath)
 	}
 	e.procs[role] = p
 	return p, nil

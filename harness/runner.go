@@ -33,6 +33,9 @@ type Options struct {
 	Parallel int
 	// Progress receives one line per step, fault and verdict; nil discards.
 	Progress io.Writer
+	// Verbose has agents log at debug level and progress name every
+	// agent's URL and log.
+	Verbose bool
 }
 
 // Run is the outcome of one invocation over a set of experiments.
@@ -131,7 +134,7 @@ func runOne(ctx context.Context, opts Options, run *Run, p *spec.Plan, prog *pro
 	if err != nil {
 		return fail(fmt.Errorf("runtime: %w", err))
 	}
-	e := &experiment{plan: p, dir: dir, rt: rt, clock: clock, progress: say, procs: map[string]agent.Process{}}
+	e := &experiment{plan: p, dir: dir, rt: rt, clock: clock, progress: say, verbose: opts.Verbose, procs: map[string]agent.Process{}}
 	res, err := e.run(ctx)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) {

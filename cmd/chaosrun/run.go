@@ -23,6 +23,7 @@ type runFlags struct {
 	timeScale float64
 	junit     string
 	quiet     bool
+	verbose   bool
 	docker    dockerFlags
 }
 
@@ -50,6 +51,7 @@ junit.xml, run.json, and a folder per experiment). Every file is validated befor
 	fl.Float64Var(&f.timeScale, "time-scale", 0, "replace every experiment's time_scale")
 	fl.StringVar(&f.junit, "junit", "", "also write the JUnit report to this path")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines, only the summary")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "agents log at debug level; progress names every agent's URL and log")
 	f.docker.register(cmd)
 	return cmd
 }
@@ -84,7 +86,8 @@ func (f *runFlags) run(cmd *cobra.Command, exps []*spec.Experiment) error {
 	if err != nil {
 		return err
 	}
-	opts := harness.Options{Out: f.out, Runtime: f.runtime, NewRuntime: factory, Parallel: f.parallel, Progress: cmd.ErrOrStderr()}
+	opts := harness.Options{Out: f.out, Runtime: f.runtime, NewRuntime: factory, Parallel: f.parallel,
+		Progress: cmd.ErrOrStderr(), Verbose: f.verbose}
 	if f.quiet {
 		opts.Progress = nil
 	}

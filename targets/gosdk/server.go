@@ -1,0 +1,212 @@
+package gosdk
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chaosrun/chaosrun/internal/runclock"
+	"github.com/chaosrun/chaosrun/sideeffects"
+	wire "github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/sdkcommon"
+)
+
+// Target names this SDK in histories, ledger sources and control answers.
+const Target = "go-sdk"
+
+// SDKVersion is the pinned version of github.com/modelcontextprotocol/go-sdk.
+const SDKVersion = "v1.8.0"
+
+// BytesPerEvent is how many bytes of the SDK's MemoryEventStore one
+// retained event is taken to need when ServerConfig.RetentionEvents is
+// mapped onto MemoryEventStore.SetMaxBytes: about the size of one chatty
+// progress notification as the SDK stores it.
+const BytesPerEvent = 128
+
+// terminateUnsupported is why /control/terminate answers 501.
+const terminateUnsupported = "go-sdk has no session-terminating close event: its only close event " +
+	"(RequestExtra.CloseSSEStream, SEP-1699) is available to a running tool handler and asks the client to reconnect"
+
+// ServerConfig configures [NewServer].
+type ServerConfig struct {
+	// RetentionEvents bounds the SDK's MemoryEventStore through SetMaxBytes
+	// (RetentionEvents × BytesPerEvent). The bound is in bytes and shared
+	// by every session of the server; when it is exceeded the store drops
+	// the oldest event of every stream in turn. 0 = the SDK default
+	// (10 MiB).
+	RetentionEvents int
+	// SessionTTL is StreamableHTTPOptions.SessionTimeout: a session with no
+	// HTTP request for this long is closed (the timer is paused while a
+	// POST is in flight). 0 = never.
+	SessionTTL            time.Duration
+	DefaultChargeDuration time.Duration
+	Recorder              sideeffects.Recorder // nil = sideeffects.NewMemory()
+	Source                string               // Record.Source, default "go-sdk"
+	Clock                 runclock.Clock
+	Logger                *slog.Logger
+}
+
+// Server is the go-sdk's StreamableHTTPHandler, with a MemoryEventStore,
+// serving the charge and chatty tools.
+type Server struct {
+	tools   *sdkcommon.Tools
+	sdk     *mcp.Server
+	handler http.Handler
+
+	mu       sync.Mutex
+	closed   bool
+	watchers sync.WaitGroup // one per open session, recording its close
+	once     sync.Once
+}
+
+// NewServer builds the server; it serves once [Server.Handler] is mounted.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.RetentionEvents < 0 || cfg.SessionTTL < 0 || cfg.DefaultChargeDuration < 0 {
+		return nil, errors.New("go-sdk server: retention, session TTL and charge duration must not be negative")
+	}
+	if cfg.Source == "" {
+		cfg.Source = Target
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{tools: sdkcommon.NewTools(sdkcommon.ToolsConfig{
+		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: log,
+		DefaultChargeDuration: cfg.DefaultChargeDuration,
+	})}
+	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "chaosrun-" + Target, Version: SDKVersion}, &mcp.ServerOptions{Logger: log})
+	s.sdk.AddTool(&mcp.Tool{Name: wire.ToolCharge, Description: "Charge an order once, after the call's duration.",
+		InputSchema: sdkcommon.ChargeSchema}, s.charge)
+	s.sdk.AddTool(&mcp.Tool{Name: wire.ToolChatty, Description: "Emit numbered progress notifications.",
+		InputSchema: sdkcommon.ChattySchema}, s.chatty)
+	s.sdk.AddReceivingMiddleware(s.watchInitialize)
+
+	store := mcp.NewMemoryEventStore(nil)
+	if cfg.RetentionEvents > 0 {
+		store.SetMaxBytes(cfg.RetentionEvents * BytesPerEvent)
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdk }, &mcp.StreamableHTTPOptions{
+		EventStore: store, SessionTimeout: cfg.SessionTTL, Logger: log,
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", sdkcommon.Front(h, s.tools))
+	sdkcommon.MountControl(mux, sdkcommon.Control{
+		Target: Target, Version: SDKVersion, Tools: s.tools,
+		Expire: s.expire, TerminateUnsupported: terminateUnsupported,
+	})
+	s.handler = mux
+	return s, nil
+}
+
+// Handler serves MCP at /mcp and the control endpoints under /control/.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close ends running tools with an error result, closes every session and
+// returns once every session_closed record is written. It is idempotent.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.tools.Shutdown()
+		for ss := range s.sdk.Sessions() {
+			_ = ss.Close()
+		}
+		s.watchers.Wait()
+	})
+	return nil
+}
+
+// expire closes the session through the SDK, as its idle timeout does.
+// The SDK closes a session only once its in-flight calls have returned, so
+// the close runs in the background.
+func (s *Server) expire(session string) error {
+	for ss := range s.sdk.Sessions() {
+		if ss.ID() == session {
+			s.tools.NoteClosing(session, "expired")
+			go func() { _ = ss.Close() }()
+			return nil
+		}
+	}
+	return sdkcommon.ErrUnknownSession
+}
+
+// watchInitialize records session_opened when initialize succeeds, and
+// session_closed when the SDK later closes that session.
+func (s *Server) watchInitialize(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "initialize" || err != nil {
+			return res, err
+		}
+		ss, ok := req.GetSession().(*mcp.ServerSession)
+		ir, ok2 := res.(*mcp.InitializeResult)
+		if !ok || !ok2 || ss.ID() == "" {
+			return res, err
+		}
+		client := ""
+		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+			client = p.ClientInfo.Name
+		}
+		s.opened(ss, client, ir.ProtocolVersion)
+		return res, err
+	}
+}
+
+func (s *Server) opened(ss *mcp.ServerSession, client, protocol string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.tools.SessionOpened(ss.ID(), client, protocol)
+	s.watchers.Add(1)
+	go func() {
+		defer s.watchers.Done()
+		_ = ss.Wait()
+		s.tools.SessionClosed(ss.ID(), "expired")
+	}()
+}
+
+func request(req *mcp.CallToolRequest) sdkcommon.Request {
+	r := sdkcommon.Request{Session: req.Session.ID()}
+	if req.Extra != nil && req.Extra.Header != nil {
+		r.RequestID = req.Extra.Header.Get(sdkcommon.RequestIDHeader)
+	}
+	return r
+}
+
+func (s *Server) charge(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return result(s.tools.Charge(ctx, request(req), req.Params.Arguments)), nil
+}
+
+// chatty emits through ServerSession.NotifyProgress with the handler's own
+// context, which is what routes a notification to the call's stream. A call
+// that asked for no progress token gets its request id as the token.
+func (s *Server) chatty(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	r := request(req)
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		token = r.RequestID
+	}
+	emit := func(seq, total int) error {
+		return req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token, Progress: float64(seq), Total: float64(total),
+		})
+	}
+	return result(s.tools.Chatty(ctx, r, req.Params.Arguments, emit)), nil
+}
+
+func result(r sdkcommon.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, IsError: r.IsError}
+	if r.Structured != nil {
+		out.StructuredContent = r.Structured
+	}
+	return out
+}

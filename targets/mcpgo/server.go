@@ -1,0 +1,227 @@
+package mcpgo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/chaosrun/chaosrun/internal/runclock"
+	"github.com/chaosrun/chaosrun/sideeffects"
+	wire "github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/sdkcommon"
+)
+
+// Target names this SDK in histories, ledger sources and control answers.
+const Target = "mcp-go"
+
+// SDKVersion is the pinned version of github.com/mark3labs/mcp-go.
+const SDKVersion = "v1.2.1"
+
+// terminateUnsupported is why /control/terminate answers 501.
+const terminateUnsupported = "mcp-go sends no close event: its streamable HTTP server has no way to tell a client " +
+	"that a session or stream is ending other than closing the connection"
+
+// shutdownTimeout bounds Close.
+const shutdownTimeout = 10 * time.Second
+
+// ServerConfig configures [NewServer].
+type ServerConfig struct {
+	// RetentionEvents bounds the events kept per session. mcp-go's own
+	// InMemoryEventStore has no bound; with RetentionEvents > 0 the server
+	// uses a store of this package behind the SDK's EventStore interface
+	// that keeps the newest RetentionEvents events of each session.
+	// 0 = the SDK's InMemoryEventStore (unbounded until the session ends).
+	RetentionEvents int
+	// SessionTTL is WithSessionIdleTTL: a session idle for this long is
+	// terminated by the SDK's sweeper, which runs every max(TTL/2, 1s), so
+	// expiry comes up to that much late. 0 = never.
+	SessionTTL            time.Duration
+	DefaultChargeDuration time.Duration
+	Recorder              sideeffects.Recorder // nil = sideeffects.NewMemory()
+	Source                string               // Record.Source, default "mcp-go"
+	Clock                 runclock.Clock
+	Logger                *slog.Logger
+}
+
+// Server is mcp-go's StreamableHTTPServer, stateful and with an event
+// store, serving the charge and chatty tools.
+type Server struct {
+	tools   *sdkcommon.Tools
+	sdk     *server.MCPServer
+	http    *server.StreamableHTTPServer
+	handler http.Handler
+	once    sync.Once
+	err     error
+}
+
+// NewServer builds the server; it serves once [Server.Handler] is mounted.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.RetentionEvents < 0 || cfg.SessionTTL < 0 || cfg.DefaultChargeDuration < 0 {
+		return nil, errors.New("mcp-go server: retention, session TTL and charge duration must not be negative")
+	}
+	if cfg.Source == "" {
+		cfg.Source = Target
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{tools: sdkcommon.NewTools(sdkcommon.ToolsConfig{
+		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: log,
+		DefaultChargeDuration: cfg.DefaultChargeDuration,
+	})}
+	s.sdk = server.NewMCPServer("chaosrun-"+Target, SDKVersion,
+		server.WithHooks(s.hooks()), server.WithToolCapabilities(false))
+	s.sdk.AddTool(mcp.NewToolWithRawSchema(wire.ToolCharge, "Charge an order once, after the call's duration.",
+		sdkcommon.ChargeSchema), s.charge)
+	s.sdk.AddTool(mcp.NewToolWithRawSchema(wire.ToolChatty, "Emit numbered progress notifications.",
+		sdkcommon.ChattySchema), s.chatty)
+
+	var store server.EventStore = server.NewInMemoryEventStore()
+	if cfg.RetentionEvents > 0 {
+		store = newBoundedStore(cfg.RetentionEvents)
+	}
+	opts := []server.StreamableHTTPOption{
+		server.WithStateful(true), server.WithEventStore(store), server.WithStreamableHTTPLogger(log),
+	}
+	if cfg.SessionTTL > 0 {
+		opts = append(opts, server.WithSessionIdleTTL(cfg.SessionTTL))
+	}
+	s.http = server.NewStreamableHTTPServer(s.sdk, opts...)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", sdkcommon.Front(s.http, s.tools))
+	sdkcommon.MountControl(mux, sdkcommon.Control{
+		Target: Target, Version: SDKVersion, Tools: s.tools,
+		Expire: s.expire, TerminateUnsupported: terminateUnsupported,
+	})
+	s.handler = mux
+	return s, nil
+}
+
+// hooks record session_opened after a successful initialize and
+// session_closed when the SDK unregisters the session (DELETE, the idle
+// sweeper, shutdown).
+func (s *Server) hooks() *server.Hooks {
+	h := &server.Hooks{}
+	h.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
+		if sess := server.ClientSessionFromContext(ctx); sess != nil && sess.SessionID() != "" {
+			s.tools.SessionOpened(sess.SessionID(), req.Params.ClientInfo.Name, res.ProtocolVersion)
+		}
+	})
+	h.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) {
+		s.tools.SessionClosed(sess.SessionID(), "expired")
+	})
+	return h
+}
+
+// Handler serves MCP at /mcp and the control endpoints under /control/.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close ends running tools with an error result and terminates every
+// session through the SDK (StreamableHTTPServer.Shutdown), which records
+// their session_closed. It is idempotent.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		s.tools.Shutdown()
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if err := s.http.Shutdown(ctx); err != nil {
+			s.err = fmt.Errorf("mcp-go server: shutdown: %w", err)
+		}
+	})
+	return s.err
+}
+
+// expire terminates the session through the SDK's own DELETE handling (the
+// path its idle sweeper also takes: terminate the id, purge its events).
+func (s *Server) expire(session string) error {
+	if !s.tools.HasSession(session) {
+		return sdkcommon.ErrUnknownSession
+	}
+	s.tools.NoteClosing(session, "expired")
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, "/mcp", nil)
+	if err != nil {
+		return fmt.Errorf("expire %s: %w", session, err)
+	}
+	req.Header.Set(wire.HeaderSessionID, session)
+	w := &statusWriter{header: http.Header{}}
+	s.http.ServeHTTP(w, req)
+	if w.status != http.StatusOK {
+		return fmt.Errorf("expire %s: the SDK answered DELETE with %d", session, w.status)
+	}
+	return nil
+}
+
+// statusWriter is the response writer of an in-process request whose body
+// does not matter.
+type statusWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *statusWriter) Header() http.Header { return w.header }
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *statusWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(p), nil
+}
+
+func request(ctx context.Context, req mcp.CallToolRequest) sdkcommon.Request {
+	r := sdkcommon.Request{RequestID: req.Header.Get(sdkcommon.RequestIDHeader)}
+	if sess := server.ClientSessionFromContext(ctx); sess != nil {
+		r.Session = sess.SessionID()
+	}
+	return r
+}
+
+func arguments(req mcp.CallToolRequest) json.RawMessage {
+	if req.Params.RawArguments != nil {
+		return req.Params.RawArguments
+	}
+	b, _ := json.Marshal(req.Params.Arguments)
+	return b
+}
+
+// charge runs the charge tool. mcp-go cancels the handler's context when
+// the POST's connection drops; the tool keeps running regardless.
+func (s *Server) charge(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return result(s.tools.Charge(ctx, request(ctx, req), arguments(req))), nil
+}
+
+// chatty emits through MCPServer.SendNotificationToClient, which queues the
+// notification on the session's channel (100 deep, never blocking: a full
+// channel refuses it). A call that asked for no progress token gets its
+// request id as the token.
+func (s *Server) chatty(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	r := request(ctx, req)
+	var token any = r.RequestID
+	if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	emit := func(seq, total int) error {
+		return s.sdk.SendNotificationToClient(ctx, wire.MethodProgress, map[string]any{
+			"progressToken": token, "progress": seq, "total": total,
+		})
+	}
+	return result(s.tools.Chatty(ctx, r, arguments(req), emit)), nil
+}
+
+func result(r sdkcommon.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(r.Text)}, IsError: r.IsError}
+	if r.Structured != nil {
+		out.StructuredContent = r.Structured
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+package sdkcommon
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets/mcp"
+)
+
+func TestFrontLabelsToolsCalls(t *testing.T) {
+	tests := []struct {
+		name, body, spoof, want string
+	}{
+		{"numeric id", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{}}`, "", "12"},
+		{"string id", `{"jsonrpc":"2.0","id":"r-1","method":"tools/call","params":{}}`, "", "r-1"},
+		{"spoofed by the client", `{"jsonrpc":"2.0","id":3,"method":"tools/call"}`, "999", "3"},
+		{"other method", `{"jsonrpc":"2.0","id":3,"method":"ping"}`, "999", ""},
+		{"notification", `{"jsonrpc":"2.0","method":"tools/call"}`, "", ""},
+		{"batch", `[{"jsonrpc":"2.0","id":3,"method":"tools/call"}]`, "", ""},
+		{"not json", `tools/call`, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var gotID, gotBody string
+			h := Front(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				gotID = r.Header.Get(RequestIDHeader)
+				b, err := io.ReadAll(r.Body)
+				require.NoError(t, err)
+				gotBody = string(b)
+			}), NewTools(ToolsConfig{}))
+			r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(tc.body))
+			if tc.spoof != "" {
+				r.Header.Set(RequestIDHeader, tc.spoof)
+			}
+			h.ServeHTTP(httptest.NewRecorder(), r)
+			assert.Equal(t, tc.want, gotID)
+			assert.Equal(t, tc.body, gotBody, "the SDK reads the body untouched")
+		})
+	}
+}
+
+func TestFrontPassesLargeBodiesUntouched(t *testing.T) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"pad":"` +
+		strings.Repeat("x", maxPeekBytes) + `"}}}`
+	var got int
+	h := Front(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = len(b)
+		assert.Empty(t, r.Header.Get(RequestIDHeader))
+	}), NewTools(ToolsConfig{}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body)))
+	assert.Equal(t, len(body), got)
+}
+
+func TestFrontNotesDeletes(t *testing.T) {
+	m := sideeffects.NewMemory()
+	tools := NewTools(ToolsConfig{Recorder: m})
+	tools.SessionOpened("s1", "alice", "v")
+	h := Front(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), tools)
+	for _, sid := range []string{"s1", "unknown"} {
+		r := httptest.NewRequest(http.MethodDelete, "/mcp", nil)
+		r.Header.Set(mcp.HeaderSessionID, sid)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	tools.SessionClosed("s1", "expired")
+	assert.Equal(t, "deleted", m.Records()[1].Reason)
+}
+
+func TestMountControl(t *testing.T) {
+	tools := NewTools(ToolsConfig{})
+	tools.SessionOpened("a", "alice", "v")
+	tools.SessionOpened("b", "bob", "v")
+	var expired []string
+	mux := http.NewServeMux()
+	MountControl(mux, Control{
+		Target: "t", Version: "v1", Tools: tools,
+		Expire: func(session string) error {
+			switch session {
+			case "a", "b":
+				expired = append(expired, session)
+				return nil
+			case "broken":
+				return errors.New("broken")
+			}
+			return ErrUnknownSession
+		},
+		TerminateUnsupported: "no close event",
+	})
+	tests := []struct {
+		method, path string
+		status       int
+		want         map[string]any
+		expired      []string
+	}{
+		{http.MethodGet, "/control/healthz", 200, map[string]any{"ok": true, "target": "t"}, nil},
+		{http.MethodGet, "/control/status", 200, map[string]any{"target": "t", "sdk_version": "v1", "inflight_calls": 0.0, "sessions": 2.0}, nil},
+		{http.MethodPost, "/control/expire?session=a", 200, map[string]any{"sessions": []any{"a"}}, []string{"a"}},
+		{http.MethodPost, "/control/expire", 200, map[string]any{"sessions": []any{"a", "b"}}, []string{"a", "b"}},
+		{http.MethodPost, "/control/expire?session=gone", 404, map[string]any{"error": "session_not_found", "message": "no such session"}, nil},
+		{http.MethodPost, "/control/expire?session=broken", 500, map[string]any{"error": "internal", "message": "broken"}, nil},
+		{http.MethodPost, "/control/terminate?session=a", 501, map[string]any{"error": "unsupported", "message": "no close event"}, nil},
+		{http.MethodPost, "/control/terminate", 501, map[string]any{"error": "unsupported", "message": "no close event"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			expired = nil
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+			assert.Equal(t, tc.status, rec.Code)
+			assert.Equal(t, mcp.ContentTypeJSON, rec.Header().Get("Content-Type"))
+			var got map[string]any
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.expired, expired)
+		})
+	}
+}
+
+func FuzzCallID(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, `{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{}}`, `[`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		id := CallID(body)
+		if id == "" {
+			return
+		}
+		m, err := mcp.ParseMessage(body)
+		require.NoError(t, err)
+		require.Equal(t, mcp.MethodToolsCall, m.Method)
+		require.True(t, m.IsRequest())
+	})
+}

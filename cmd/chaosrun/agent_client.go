@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/targets/client"
+	"github.com/chaosrun/chaosrun/targets/gosdk"
 	"github.com/chaosrun/chaosrun/targets/history"
 	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpgo"
 	"github.com/chaosrun/chaosrun/targets/workload"
 	"github.com/spf13/cobra"
 )
@@ -58,7 +60,7 @@ func newClientAgentCmd() *cobra.Command {
 	}
 	f.register(cmd, false)
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "resumable", "client implementation: resumable, naive")
+	fl.StringVar(&f.target, "target", "resumable", "client implementation: resumable, naive, go-sdk, mcp-go")
 	fl.StringVar(&f.opts.Endpoint, "endpoint", "", "the MCP endpoint URL (through the proxy)")
 	fl.StringVar(&f.workloadJSON, "workload-json", "", "the workload plan as JSON")
 	fl.StringVar(&f.workloadFile, "workload", "", "a file holding the workload plan as JSON")
@@ -110,10 +112,14 @@ type clientFunc func(ctx context.Context, opts workload.Options, c workload.Clie
 
 func clientRunner(target string) (clientFunc, error) {
 	switch target {
-	case "naive", "resumable":
+	case client.TargetNaive, client.TargetResumable:
 		return func(ctx context.Context, opts workload.Options, c workload.Client) error {
 			return client.Run(ctx, target, opts, c)
 		}, nil
+	case gosdk.Target:
+		return gosdk.RunClient, nil
+	case mcpgo.Target:
+		return mcpgo.RunClient, nil
 	}
 	return nil, withCode(exitInvalid, fmt.Errorf("--target: unknown client target %q", target))
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets/gosdk"
+	"github.com/chaosrun/chaosrun/targets/mcpgo"
 	"github.com/chaosrun/chaosrun/targets/server"
 	"github.com/spf13/cobra"
 )
@@ -60,7 +62,7 @@ func newServerAgentCmd() *cobra.Command {
 	}
 	f.register(cmd, true)
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "reference", "server implementation: reference")
+	fl.StringVar(&f.target, "target", "reference", "server implementation: reference, go-sdk, mcp-go")
 	fl.StringVar(&f.ledger, "ledger", "", "ledger URL; empty keeps records in memory")
 	fl.IntVar(&f.cfg.RetentionEvents, "retention-events", 1000, "per-session event buffer; 0 = unbounded")
 	fl.DurationVar(&f.cfg.RetentionAge, "retention-age", 0, "evict events older than this; 0 = no limit")
@@ -98,9 +100,48 @@ func (f *serverFlags) build(clock runclock.Clock, stderr io.Writer) (serverTarge
 			return nil, withCode(exitInvalid, err)
 		}
 		return srv, nil
+	case gosdk.Target:
+		srv, err := gosdk.NewServer(gosdk.ServerConfig{RetentionEvents: f.cfg.RetentionEvents, SessionTTL: f.cfg.SessionTTL,
+			DefaultChargeDuration: f.cfg.DefaultChargeDuration, Recorder: f.recorder(), Clock: clock, Logger: f.logger(stderr, "server")})
+		if err != nil {
+			return nil, withCode(exitInvalid, err)
+		}
+		return newHandlerServer(srv.Handler(), srv.Close), nil
+	case mcpgo.Target:
+		srv, err := mcpgo.NewServer(mcpgo.ServerConfig{RetentionEvents: f.cfg.RetentionEvents, SessionTTL: f.cfg.SessionTTL,
+			DefaultChargeDuration: f.cfg.DefaultChargeDuration, Recorder: f.recorder(), Clock: clock, Logger: f.logger(stderr, "server")})
+		if err != nil {
+			return nil, withCode(exitInvalid, err)
+		}
+		return newHandlerServer(srv.Handler(), srv.Close), nil
 	}
 	return nil, withCode(exitInvalid, fmt.Errorf("--target: unknown server target %q", f.target))
 }
+
+// handlerServer serves an SDK's http.Handler; Shutdown stops taking
+// requests, lets those in flight finish until ctx ends, then closes the SDK
+// server (which ends running tools and records their sessions' close).
+type handlerServer struct {
+	http  *http.Server
+	close func() error
+}
+
+func newHandlerServer(h http.Handler, close func() error) *handlerServer {
+	return &handlerServer{http: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, close: close}
+}
+
+func (h *handlerServer) Serve(ln net.Listener) error {
+	if err := h.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (h *handlerServer) Shutdown(ctx context.Context) error {
+	return errors.Join(h.http.Shutdown(ctx), h.close())
+}
+
+func (h *handlerServer) Close() error { return errors.Join(h.http.Close(), h.close()) }
 
 // serveUntilDone serves until ctx ends (SIGTERM), then shuts down
 // gracefully, letting running tools finish for up to drain.

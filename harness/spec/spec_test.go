@@ -85,6 +85,8 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 		{"missing description", [2]string{"description: The incident.", "description: ''"}, "description: is required"},
 		{"syntax error", [2]string{"time_scale: 0.05", "time_scale: [0.05"}, "x.yaml:"},
 		{"chatty without events", [2]string{"args: {events: 500}", "args: {}"}, "workload.calls[1].args.events: chatty needs"},
+		{"reference-only knob on an SDK server", [2]string{"  retention_events: 100", "  target: go-sdk\n  retention_events: 100\n  on_unresumable: gone"}, "server.on_unresumable: only the reference server has this knob (server.target is go-sdk)"},
+		{"cursor on an SDK client", [2]string{"target: naive", "target: mcp-go\n  cursor: file"}, "client.cursor: the mcp-go client does not take this knob"},
 		{"zero time scale", [2]string{"time_scale: 0.05", "time_scale: 0"}, "x.yaml:4:13: time_scale: must be greater than 0"},
 	}
 	for _, tc := range tests {

@@ -112,7 +112,22 @@ func (x *Experiment) validateServer(bad badFunc, oneOf oneOfFunc) {
 	case s.Target != "image" && s.Image != "":
 		bad("server.image", "is only used when server.target is image")
 	}
+	if s.Target != "reference" {
+		for _, knob := range referenceOnly {
+			if _, set := x.nodes["server."+knob]; set {
+				bad("server."+knob, "only the reference server has this knob (server.target is %s)", s.Target)
+			}
+		}
+	}
 }
+
+// referenceOnly are the server knobs only the reference server implements;
+// the SDK servers take retention_events and session_ttl.
+var referenceOnly = []string{"retention_age", "on_unresumable", "event_store", "keepalive", "retry"}
+
+// sdkClients take only backoff.retries of the client knobs: the SDKs keep
+// their delays and cursors to themselves.
+var sdkClientOnly = []string{"cursor", "read_timeout", "backoff.initial", "backoff.max"}
 
 func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
 	c := x.Client
@@ -120,6 +135,13 @@ func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
 	oneOf("client.cursor", c.Cursor, Cursors)
 	if !mcp.SupportedVersion(c.Protocol) {
 		bad("client.protocol", "must be one of %s, got %q", strings.Join(mcp.Versions, ", "), c.Protocol)
+	}
+	if c.Target == "go-sdk" || c.Target == "mcp-go" {
+		for _, knob := range sdkClientOnly {
+			if _, set := x.nodes["client."+knob]; set {
+				bad("client."+knob, "the %s client does not take this knob (only backoff.retries)", c.Target)
+			}
+		}
 	}
 	if c.Target == "naive" && c.Cursor == "file" {
 		bad("client.cursor", "the naive client keeps no cursor; use the resumable client for a file cursor")

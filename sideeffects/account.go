@@ -368,7 +368,9 @@ func (s *streamState) settle(key StreamKey, sessGaps []gapRef) Stream {
 		case inGap:
 			out.LostSurfaced++
 			gapLines[g] = true
-		case s.resultRead || e.EventID < s.maxEventID || e.Seq < s.maxSeq:
+		case s.resultRead || (e.EventID > 0 && e.EventID < s.maxEventID) || e.Seq < s.maxSeq:
+			// An event the ledger knows no id of (an SDK server's) is
+			// placed by its sequence number alone.
 			out.LostSilent++
 			out.Silent = append(out.Silent, e)
 		default:

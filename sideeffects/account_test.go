@@ -30,6 +30,16 @@ func emits(session, req string, first, last, base int64) []Record {
 	return out
 }
 
+// sdkEmits returns event_emitted records of an SDK server, which knows the
+// sequence numbers of its events but not their ids.
+func sdkEmits(session, req string, last int64) []Record {
+	var out []Record
+	for seq := int64(1); seq <= last; seq++ {
+		out = append(out, Record{Kind: KindEventEmitted, Session: session, RequestID: req, Seq: seq})
+	}
+	return out
+}
+
 // got returns history event records for the given seqs of a stream.
 func got(session, req string, base int64, seqs ...int64) []history.Record {
 	var out []history.Record
@@ -105,6 +115,10 @@ func TestAccountEvents(t *testing.T) {
 		{"a fail with a result does", emits("s", "1", 1, 3, 10),
 			hcat(got("s", "1", 10, 1), []history.Record{{Kind: history.KindFail, Session: "s", RequestID: "1", EventID: 14}}),
 			EventCounts{Emitted: 3, Received: 1, LostSilent: 2}, []int64{2, 3}},
+		{"events the server could not number are placed by seq", sdkEmits("s", "1", 5),
+			got("s", "1", 10, 1, 2), EventCounts{Emitted: 5, Received: 2, Unread: 3}, nil},
+		{"events the server could not number, lost before a later one", sdkEmits("s", "1", 5),
+			got("s", "1", 10, 1, 4), EventCounts{Emitted: 5, Received: 2, LostSilent: 2, Unread: 1}, []int64{2, 3}},
 		{"unnumbered events are not counted", cat(emits("s", "1", 0, 2, 10)),
 			got("s", "1", 10, 0, 1, 2), EventCounts{Emitted: 2, Received: 2}, nil},
 		{"events received on another session do not match", emits("s", "1", 1, 2, 10),

@@ -86,6 +86,6 @@ Exit codes: 0 every expectation met, 1 some not met, 2 inconclusive, 3 invalid i
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newValidateCmd(), newListCmd(), newReportCmd(), newAgentCmd(), newVersionCmd(), newCleanCmd())
+	root.AddCommand(newRunCmd(), newValidateCmd(), newListCmd(), newReportCmd(), newMatrixCmd(), newAgentCmd(), newVersionCmd(), newCleanCmd())
 	return root
 }

@@ -215,3 +215,38 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+const tinyMatrix = `name: tiny
+description: One cut, two clients, one server.
+time_scale: 0.02
+clients:
+  - {target: resumable, cursor: file}
+  - {target: naive, backoff: {initial: 1s, max: 1s, retries: 1}}
+servers:
+  - {target: reference}
+workload:
+  calls: [{tool: charge, args: {amount_cents: 5}, duration: 90s}]
+scenarios:
+  - name: cut
+    description: A reset 30 s into a 90 s charge.
+    faults: [{kind: reset, at: 30s}]
+expect:
+  cut:
+    resumable@reference: {verdict: pass}
+    naive@reference: {verdict: fail, violations: [no_duplicate_side_effects, no_session_fork, no_orphaned_results]}
+`
+
+func TestMatrixRunsEveryCellAndPublishesTheTable(t *testing.T) {
+	path := writeExperiment(t, tinyMatrix)
+	publish := filepath.Join(t.TempDir(), "docs", "matrix.md")
+	code, stdout, stderr := chaosrun(t, "matrix", "-q", "--out", t.TempDir(), "--publish", publish, path)
+	require.Equal(t, exitMet, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	b, err := os.ReadFile(publish)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "| resumable | pass |")
+	assert.Contains(t, string(b), "| naive | fail: duplicate, fork, orphan |")
+
+	code, _, stderr = chaosrun(t, "matrix", writeExperiment(t, strings.Replace(tinyMatrix, "naive@reference", "naive@go-sdk", 1)))
+	assert.Equal(t, exitInvalid, code)
+	assert.Contains(t, stderr, "expect.cut.naive@reference: missing")
+}

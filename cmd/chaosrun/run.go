@@ -43,6 +43,12 @@ junit.xml, run.json, and a folder per experiment). Every file is validated befor
 			return f.run(cmd, exps)
 		},
 	}
+	f.register(cmd)
+	return cmd
+}
+
+// register adds the flags run and matrix share.
+func (f *runFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "results", "results root; the run writes OUT/<run-id>/")
 	fl.StringVar(&f.runtime, "runtime", "local", "where agents run: local (child processes) or docker (containers)")
@@ -53,7 +59,6 @@ junit.xml, run.json, and a folder per experiment). Every file is validated befor
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines, only the summary")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "agents log at debug level; progress names every agent's URL and log")
 	f.docker.register(cmd)
-	return cmd
 }
 
 func (f *runFlags) overrides(cmd *cobra.Command) (spec.Overrides, error) {
@@ -82,9 +87,18 @@ func (f *runFlags) run(cmd *cobra.Command, exps []*spec.Experiment) error {
 	for i, x := range exps {
 		plans[i] = x.Plan(o)
 	}
-	factory, err := f.factory(cmd)
+	run, err := f.execute(cmd, plans)
 	if err != nil {
 		return err
+	}
+	return finish(cmd, run, f.junit)
+}
+
+// execute runs plans with the flags' runtime, parallelism and output.
+func (f *runFlags) execute(cmd *cobra.Command, plans []*spec.Plan) (*harness.Run, error) {
+	factory, err := f.factory(cmd)
+	if err != nil {
+		return nil, err
 	}
 	opts := harness.Options{Out: f.out, Runtime: f.runtime, NewRuntime: factory, Parallel: f.parallel,
 		Progress: cmd.ErrOrStderr(), Verbose: f.verbose}
@@ -93,9 +107,9 @@ func (f *runFlags) run(cmd *cobra.Command, exps []*spec.Experiment) error {
 	}
 	run, err := harness.Execute(cmd.Context(), opts, plans)
 	if err != nil {
-		return withCode(exitHarness, err)
+		return nil, withCode(exitHarness, err)
 	}
-	return finish(cmd, run, f.junit)
+	return run, nil
 }
 
 // factory returns how to make a runtime per experiment.

@@ -41,7 +41,15 @@ func Parse(path string, src []byte) (*Experiment, error) {
 		ps.add(extra.Line, extra.Column, "", "one experiment per file: found a second YAML document")
 		return nil, ps.err()
 	}
-	root := &doc
+	return ParseNode(path, &doc, src)
+}
+
+// ParseNode decodes, defaults and validates an experiment from a YAML node
+// tree, for experiments composed from parts of another file (a matrix):
+// problems are located by the nodes' own lines and columns, in path. src
+// is kept as the experiment's Source.
+func ParseNode(path string, root *yaml.Node, src []byte) (*Experiment, error) {
+	ps := &problems{file: path}
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}

@@ -93,17 +93,18 @@ func TestRetentionByCount(t *testing.T) {
 		honourable bool
 		head       int64
 		oldest     int64
+		evicted    int64
 	}{
-		{"evicted events after the cursor", 2, a, false, 4, 4},
-		{"cursor at the last evicted id", 3, a, true, 4, 4},
-		{"cursor at head", 4, a, true, 4, 4},
-		{"other stream untouched", 5, b, true, 6, 5},
+		{"evicted events after the cursor", 2, a, false, 4, 4, 3},
+		{"cursor at the last evicted id", 3, a, true, 4, 4, 3},
+		{"cursor at head", 4, a, true, 4, 4, 3},
+		{"other stream untouched", 5, b, true, 6, 5, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := ss.Locate(tc.id)
 			require.NoError(t, err)
-			assert.Equal(t, Resume{Stream: tc.stream, Honourable: tc.honourable, Head: tc.head, Oldest: tc.oldest}, r)
+			assert.Equal(t, Resume{Stream: tc.stream, Honourable: tc.honourable, Head: tc.head, Oldest: tc.oldest, Evicted: tc.evicted}, r)
 		})
 	}
 	got := ss.Read(a, 1, 100)
@@ -116,7 +117,7 @@ func TestRetentionByCount(t *testing.T) {
 	appendN(t, ss, b, 3) // a fully evicted
 	r, err := ss.Locate(4)
 	require.NoError(t, err)
-	assert.Equal(t, Resume{Stream: a, Honourable: true, Head: 4, Oldest: 0}, r)
+	assert.Equal(t, Resume{Stream: a, Honourable: true, Head: 4, Oldest: 0, Evicted: 4}, r, "every event evicted: resuming replays nothing")
 }
 
 func TestRetentionByAge(t *testing.T) {

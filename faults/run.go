@@ -23,6 +23,9 @@ var ErrInjection = errors.New("fault injection failed")
 const (
 	// healTimeout bounds a heal that runs after the run's context ended.
 	healTimeout = 30 * time.Second
+	// injectTimeout bounds one injection, which is not cut short when the
+	// run's context ends; a graceful restart may wait 30 s for a drain.
+	injectTimeout = 2 * time.Minute
 	// lingerToxic is the zero-toxicity reset_peer that makes closes RSTs.
 	lingerToxic = "chaosrun-linger"
 )
@@ -163,7 +166,12 @@ func (r *run) one(ctx context.Context, in Injection) error {
 	e := Entry{Index: in.Index, Repeat: in.Repeat, Kind: in.Kind, Target: r.target(in), Params: paramsMap(in.Params)}
 	start := r.env.Clock.Now()
 	e.StartUS = start.Microseconds()
-	h, detail, err := r.inject(ctx, in)
+	// An injection that has begun runs to its end even if the run ends
+	// meanwhile: a restart cut off between its stop and its start would
+	// leave the agent down.
+	ictx, cancelInject := context.WithTimeout(context.WithoutCancel(ctx), injectTimeout)
+	h, detail, err := r.inject(ictx, in)
+	cancelInject()
 	e.Detail = detail
 	if err != nil {
 		return r.end(&e, fmt.Errorf("inject: %w", err))

@@ -484,3 +484,33 @@ func TestRunIdleTimeoutCloseAsSeenByGoClient(t *testing.T) {
 		})
 	}
 }
+
+// blockingRestart is a Processes whose Restart waits to be released, and
+// reports whether the context it was given had ended by then.
+type blockingRestart struct {
+	fakeProcesses
+	started, release chan struct{}
+	ctxEnded         chan bool
+}
+
+func (p *blockingRestart) Restart(ctx context.Context, _ string, _ bool) error {
+	close(p.started)
+	<-p.release
+	p.ctxEnded <- ctx.Err() != nil
+	return ctx.Err()
+}
+
+func TestRunLetsAnInjectionUnderWayFinishAfterTheRunEnds(t *testing.T) {
+	log := faults.NewLog(io.Discard)
+	procs := &blockingRestart{started: make(chan struct{}), release: make(chan struct{}), ctxEnded: make(chan bool, 1)}
+	env := faults.Env{Clock: runclock.Start(), Log: log, Processes: procs}
+	plan := faults.Plan([]faults.Spec{{Kind: "restart", Params: params(t, "restart", "{role: server, graceful: true}")}}, 1, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- faults.Run(ctx, env, plan) }()
+	<-procs.started
+	cancel() // the workload ends while the server is being restarted
+	close(procs.release)
+	assert.False(t, <-procs.ctxEnded, "the restart is not cut off between its stop and its start")
+	require.NoError(t, <-done)
+}

@@ -45,7 +45,8 @@ type experiment struct {
 	progress func(format string, args ...any)
 	verbose  bool
 	procs    map[string]agent.Process
-	endpoint string // the MCP endpoint through the proxy, as the client sees it
+	faulted  processes // the agents as the fault injector sees them
+	endpoint string    // the MCP endpoint through the proxy, as the client sees it
 }
 
 // run executes the experiment and judges it. A returned error is a harness
@@ -100,6 +101,7 @@ func (e *experiment) start(ctx context.Context, role string, port int, args ...s
 		e.progress("%s started: url %q, log %s", role, p.URL(), logPath)
 	}
 	e.procs[role] = p
+	e.faulted.add(role, p)
 	return p, nil
 }
 
@@ -153,10 +155,11 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 	injCtx, stopFaults := context.WithCancel(ctx)
 	defer stopFaults()
 	due := newDueTracker(e.plan.Faults)
+	kills := &serverKills{}
 	env := faults.Env{
 		Clock: e.clock, WorkloadStart: e.clock.Now(), Toxiproxy: toxiclient.NewClient(e.procs[agent.RoleProxy].URL()),
-		Proxy: ProxyName, Processes: processes(e.procs), ControlURL: e.procs[agent.RoleServer].URL(), Log: flog,
-		Progress: func(ev faults.Event) { due.seen(ev); e.progress("%s", describe(ev)) },
+		Proxy: ProxyName, Processes: &e.faulted, ControlURL: e.procs[agent.RoleServer].URL(), Log: flog,
+		Progress: func(ev faults.Event) { due.seen(ev); kills.seen(ev); e.progress("%s", describe(ev)) },
 	}
 	faultsDone := make(chan error, 1)
 	go func() { faultsDone <- faults.Run(injCtx, env, e.plan.Faults) }()
@@ -171,6 +174,7 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	code, err := client.Wait(ctx)
+	clientExit := time.Now()
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("client did not finish within the deadline of %s: %w", e.plan.Deadline, err)
@@ -182,48 +186,36 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	e.progress("workload done; waiting for the server's tools to settle")
-	if err := e.settle(ctx); err != nil {
+	if err := e.settle(ctx, clientExit, kills.latest()); err != nil {
 		return 0, err
 	}
 	return e.clock.Now() - env.WorkloadStart, nil
 }
 
-// settle waits until the server reports no tool running, so every side
-// effect the workload caused is in the ledger.
-func (e *experiment) settle(ctx context.Context) error {
-	url := e.procs[agent.RoleServer].URL() + "/control/status"
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		n, err := inflight(ctx, url)
-		if err == nil && n == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("server tools still running at the deadline (last: %d, %v)", n, err)
-		case <-tick.C:
-		}
+// settle waits until no tool runs on the server (see settler), bounded by
+// the experiment's deadline through ctx. killed is when the fault injector
+// last restarted or crashed the server (0 if never).
+func (e *experiment) settle(ctx context.Context, clientExit time.Time, killed time.Duration) error {
+	s := &settler{
+		status:   e.procs[agent.RoleServer].URL() + "/control/status",
+		ledger:   sideeffects.NewClient(e.procs[agent.RoleLedger].URL()),
+		longest:  longestCall(e.plan),
+		killed:   killed,
+		progress: e.progress,
+		hc:       &http.Client{Timeout: 5 * time.Second},
 	}
+	return s.wait(ctx, clientExit)
 }
 
-func inflight(ctx context.Context, url string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
+// longestCall is the longest scaled call duration of the plan.
+func longestCall(p *spec.Plan) time.Duration {
+	var d time.Duration
+	for _, c := range p.Workload.Clients {
+		for _, call := range c.Calls {
+			d = max(d, call.Duration)
+		}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var st struct {
-		Inflight *int `json:"inflight_calls"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Inflight == nil {
-		return 0, fmt.Errorf("control status: %s: unreadable answer", resp.Status)
-	}
-	return *st.Inflight, nil
+	return d
 }
 
 // collect stops the agents and gathers history, ledger and logs.

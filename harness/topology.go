@@ -13,18 +13,35 @@ import (
 	"github.com/chaosrun/chaosrun/harness/spec"
 )
 
-// processes lets the fault injector restart and pause agents by role.
-type processes map[string]agent.Process
+// processes lets the fault injector restart and pause agents by role. The
+// runner adds the client while the injector already runs (faults due at the
+// start are in place before the client starts), so it is locked. The zero
+// value is empty and ready.
+type processes struct {
+	mu    sync.Mutex
+	procs map[string]agent.Process
+}
 
-func (p processes) get(role string) (agent.Process, error) {
-	proc, ok := p[role]
+func (p *processes) add(role string, proc agent.Process) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.procs == nil {
+		p.procs = map[string]agent.Process{}
+	}
+	p.procs[role] = proc
+}
+
+func (p *processes) get(role string) (agent.Process, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	proc, ok := p.procs[role]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", agent.ErrNotRunning, role)
 	}
 	return proc, nil
 }
 
-func (p processes) Restart(ctx context.Context, role string, graceful bool) error {
+func (p *processes) Restart(ctx context.Context, role string, graceful bool) error {
 	proc, err := p.get(role)
 	if err != nil {
 		return err
@@ -32,7 +49,7 @@ func (p processes) Restart(ctx context.Context, role string, graceful bool) erro
 	return proc.Restart(ctx, graceful)
 }
 
-func (p processes) Pause(ctx context.Context, role string) error {
+func (p *processes) Pause(ctx context.Context, role string) error {
 	proc, err := p.get(role)
 	if err != nil {
 		return err
@@ -40,7 +57,7 @@ func (p processes) Pause(ctx context.Context, role string) error {
 	return proc.Pause(ctx)
 }
 
-func (p processes) Resume(ctx context.Context, role string) error {
+func (p *processes) Resume(ctx context.Context, role string) error {
 	proc, err := p.get(role)
 	if err != nil {
 		return err
@@ -97,19 +114,26 @@ func (d *dueTracker) wait(ctx context.Context) error {
 	}
 }
 
-// serverArgs are the server agent's flags for a plan.
+// serverArgs are the server agent's flags for a plan. A bring-your-own
+// target gets only what its environment is made of: the knobs of the
+// built-in servers mean nothing to it.
 func serverArgs(p *spec.Plan, ledgerURL string) []string {
 	s := p.Server
-	args := []string{
-		"--target", s.Target, "--ledger", ledgerURL,
+	args := []string{"--target", s.Target, "--ledger", ledgerURL}
+	switch s.Target {
+	case "command":
+		for _, c := range s.Command {
+			args = append(args, "--command="+c) // "=": an argument may start with a dash
+		}
+		return args
+	case "image":
+		return append(args, "--image", s.Image)
+	}
+	return append(args,
 		"--retention-events", strconv.Itoa(s.RetentionEvents), "--retention-age", s.RetentionAge.String(),
 		"--on-unresumable", s.OnUnresumable, "--event-store", s.EventStore, "--store-path", "events.log",
 		"--session-ttl", s.SessionTTL.String(), "--keepalive", s.Keepalive.String(), "--retry", s.Retry.String(),
-	}
-	for _, c := range s.Command {
-		args = append(args, "--command", c)
-	}
-	return args
+	)
 }
 
 // clientArgs are the client agent's flags for a plan.

@@ -54,12 +54,13 @@ path resolves there, not against --state; a bare name is looked up in PATH), wit
   CHAOSRUN_BASE_UNIX_NANO  the run clock: a record's t_us is microseconds since this instant
   CHAOSRUN_STATE_DIR       a folder that survives restarts of the server
 
-For --addr with port 0 the agent picks a free port. Its stdout and stderr go to the agent's
-stderr. Once the address accepts TCP connections (within --ready-timeout; if the command exits
-first, the agent fails with its exit status) the agent prints http://ADDR as its first stdout
-line. On SIGTERM it forwards SIGTERM to the command and waits for it up to --drain-timeout, then
-kills it. The command stays in the agent's process group, so a crash (SIGKILL of the group) or a
-pause (SIGSTOP) takes it along.
+For --addr with port 0 the agent picks a free port. The command's stdout and stderr go to the
+agent's stderr. Once the address accepts TCP connections (within --ready-timeout; if the command
+exits first, the agent fails with its exit status) the agent prints http://ADDR as its first
+stdout line. On SIGTERM it forwards SIGTERM to the command and waits for it up to
+--drain-timeout, then kills it. The command stays in the agent's process group, so a crash
+(SIGKILL of the group) or a pause (SIGSTOP) takes it along; if the agent dies alone, the command
+is killed too.
 
 --target image is served by the docker runtime, which runs the image in this agent's place; the
 agent itself refuses it.`

@@ -250,3 +250,10 @@ func TestMatrixRunsEveryCellAndPublishesTheTable(t *testing.T) {
 	assert.Equal(t, exitInvalid, code)
 	assert.Contains(t, stderr, "expect.cut.naive@reference: missing")
 }
+
+func TestImageTargetNeedsTheDockerRuntime(t *testing.T) {
+	path := writeExperiment(t, strings.Replace(validExperiment, "client:", "server: {target: image, image: example/mcp:1}\nclient:", 1))
+	code, _, stderr := chaosrun(t, "run", "--out", t.TempDir(), path)
+	assert.Equal(t, exitInvalid, code)
+	assert.Contains(t, stderr, path+":4:18: server.target: image runs only on the docker runtime")
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -96,6 +97,16 @@ func (f *runFlags) run(cmd *cobra.Command, exps []*spec.Experiment) error {
 
 // execute runs plans with the flags' runtime, parallelism and output.
 func (f *runFlags) execute(cmd *cobra.Command, plans []*spec.Plan) (*harness.Run, error) {
+	var problems []spec.Problem
+	for _, p := range plans {
+		var se *spec.Error
+		if errors.As(p.Experiment.CheckRuntime(f.runtime), &se) {
+			problems = append(problems, se.Problems...)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, withCode(exitInvalid, &spec.Error{Problems: problems})
+	}
 	factory, err := f.factory(cmd)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,12 @@
 // (also when the context given to New is cancelled), and Clean removes what a
 // crashed run left behind.
 //
+// A server agent whose arguments ask for "--target image --image REF" (a
+// bring-your-own server, docs/byo-targets.md) is replaced by a container
+// of REF that gets the same network alias, labels, state volume and faults,
+// the contract's environment instead of chaosrun's flags, and a writable
+// root filesystem; it is ready once its port answers HTTP (byo.go).
+//
 // The runner may run on the Docker host, where it reaches agents on
 // 127.0.0.1 through published ports, or in a container of the same daemon
 // (the docker-compose demo), where it joins each experiment's network and

@@ -34,6 +34,7 @@ type process struct {
 	spec  agent.Spec
 	alias string // network alias, how peers reach it
 	name  string // container name, how a runner in a container reaches it
+	image string // an image target's image (byo.go); "" for an agent
 	ctr   *testcontainers.DockerContainer
 
 	mu      sync.Mutex
@@ -51,6 +52,12 @@ var _ agent.Process = (*process)(nil)
 func (r *Runtime) create(ctx context.Context, spec agent.Spec, alias string) (*process, error) {
 	name := r.base + "-" + alias
 	labels := r.labels(map[string]string{LabelRole: spec.Role})
+	byo, isImage := imageTarget(spec)
+	if isImage {
+		if err := r.checkImageTarget(ctx, byo); err != nil {
+			return nil, err
+		}
+	}
 	req := testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
 			Image:              r.image,
@@ -63,9 +70,12 @@ func (r *Runtime) create(ctx context.Context, spec agent.Spec, alias string) (*p
 			Networks:           []string{r.network},
 			NetworkAliases:     map[string][]string{r.network: {alias}},
 			Tmpfs:              map[string]string{"/tmp": "rw,nosuid,nodev,size=64m"},
-			HostConfigModifier: r.hostConfig(spec, name+"-state"),
+			HostConfigModifier: r.hostConfig(spec, name+"-state", !isImage),
 		},
 		Logger: tcLogger{r.log},
+	}
+	if isImage { // its own entrypoint and command, the contract's environment
+		req.Image, req.Entrypoint, req.Cmd, req.Env = byo, nil, nil, imageEnv(spec)
 	}
 	c, err := testcontainers.GenericContainer(ctx, req)
 	if err != nil {
@@ -79,7 +89,7 @@ func (r *Runtime) create(ctx context.Context, spec agent.Spec, alias string) (*p
 		_ = c.Terminate(context.Background())
 		return nil, fmt.Errorf("unexpected container type %T", c)
 	}
-	return &process{rt: r, spec: spec, alias: alias, name: name, ctr: ctr, ownExit: make(chan int, 16)}, nil
+	return &process{rt: r, spec: spec, alias: alias, name: name, image: byo, ctr: ctr, ownExit: make(chan int, 16)}, nil
 }
 
 // agentArgs is the command line after the /chaosrun entrypoint.
@@ -107,12 +117,12 @@ func exposedPorts(spec agent.Spec) []string {
 	return []string{strconv.Itoa(spec.Port) + "/tcp"}
 }
 
-// hostConfig hardens the container (read-only root, no capabilities, no
-// privilege gain), mounts the labelled state volume, and publishes a serving
-// agent's port on the host's loopback only.
-func (r *Runtime) hostConfig(spec agent.Spec, volume string) func(*container.HostConfig) {
+// hostConfig hardens the container (a read-only root when readOnly, no
+// capabilities, no privilege gain), mounts the labelled state volume, and
+// publishes a serving agent's port on the host's loopback only.
+func (r *Runtime) hostConfig(spec agent.Spec, volume string, readOnly bool) func(*container.HostConfig) {
 	return func(hc *container.HostConfig) {
-		hc.ReadonlyRootfs = true
+		hc.ReadonlyRootfs = readOnly
 		hc.CapDrop = []string{"ALL"}
 		hc.SecurityOpt = []string{"no-new-privileges"}
 		hc.Mounts = append(hc.Mounts, mount.Mount{
@@ -165,8 +175,11 @@ func (p *process) run(ctx context.Context) error {
 		cancel()
 		return err
 	}
-	if !p.spec.Serves {
+	switch {
+	case !p.spec.Serves:
 		return nil
+	case p.image != "":
+		return p.awaitPort(ctx, exited)
 	}
 	return p.awaitURL(ctx, urlc, exited)
 }
@@ -178,7 +191,7 @@ func (p *process) pump(att client.ContainerAttachResult, logf *os.File, urlc cha
 	defer logf.Close()
 	defer att.Close()
 	var stdout io.Writer = logf
-	if p.spec.Serves {
+	if p.spec.Serves && p.image == "" { // an image target prints no URL
 		stdout = &firstLine{line: urlc, rest: logf}
 	}
 	_, _ = stdcopy.StdCopy(stdout, logf, att.Reader)

@@ -119,7 +119,18 @@ func (x *Experiment) validateServer(bad badFunc, oneOf oneOfFunc) {
 			}
 		}
 	}
+	if s.Target == "command" || s.Target == "image" {
+		for _, knob := range sdkKnobs {
+			if _, set := x.nodes["server."+knob]; set {
+				bad("server."+knob, "a bring-your-own server is given no knobs, only its environment (server.target is %s)", s.Target)
+			}
+		}
+	}
 }
+
+// sdkKnobs are the server knobs the SDK servers take besides the reference
+// server; a bring-your-own server takes none.
+var sdkKnobs = []string{"retention_events", "session_ttl"}
 
 // referenceOnly are the server knobs only the reference server implements;
 // the SDK servers take retention_events and session_ttl.
@@ -266,3 +277,16 @@ func (x *Experiment) validateExpect(bad badFunc, oneOf oneOfFunc) {
 // Node returns the YAML node of a field path, for callers that report
 // problems found after loading (nil if the field is not in the file).
 func (x *Experiment) Node(path string) *yaml.Node { return x.nodes[path] }
+
+// CheckRuntime reports, as an input error located at server.target, a
+// target the named runtime (local or docker) cannot run: target image runs
+// only on the docker runtime, which starts the image itself.
+func (x *Experiment) CheckRuntime(runtime string) error {
+	if x.Server.Target != "image" || runtime == "docker" {
+		return nil
+	}
+	ps := &problems{file: x.Path}
+	line, col := x.at("server.target")
+	ps.add(line, col, "server.target", "image runs only on the docker runtime (--runtime docker), not on %s", runtime)
+	return ps.err()
+}

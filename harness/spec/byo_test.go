@@ -1,0 +1,56 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBringYourOwnServersTakeNoKnobs(t *testing.T) {
+	tests := []struct {
+		name   string
+		server string // replaces good's server block
+		want   string // "" = valid
+	}{
+		{"command", "server:\n  target: command\n  command: [./srv, --flag]\n", ""},
+		{"image", "server:\n  target: image\n  image: me/srv:1\n", ""},
+		{"command without command", "server:\n  target: command\n", "server.command: is required when server.target is command"},
+		{"image without image", "server:\n  target: image\n", "server.image: is required when server.target is image"},
+		{"retention on a command", "server:\n  target: command\n  command: [./srv]\n  retention_events: 5\n",
+			"x.yaml:8:21: server.retention_events: a bring-your-own server is given no knobs, only its environment (server.target is command)"},
+		{"ttl on an image", "server:\n  target: image\n  image: me/srv:1\n  session_ttl: 1m\n",
+			"server.session_ttl: a bring-your-own server is given no knobs"},
+		{"reference knob on an image", "server:\n  target: image\n  image: me/srv:1\n  keepalive: 1s\n",
+			"server.keepalive: only the reference server has this knob (server.target is image)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(good, "server:\n  retention_events: 100\n  keepalive: 0s\n", tc.server, 1)
+			require.NotEqual(t, good, src)
+			x, err := Parse("x.yaml", []byte(src))
+			if tc.want == "" {
+				require.NoError(t, err)
+				assert.NoError(t, x.CheckRuntime("docker"))
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestImageTargetNeedsTheDockerRuntime(t *testing.T) {
+	src := strings.Replace(good, "server:\n  retention_events: 100\n  keepalive: 0s\n", "server:\n  target: image\n  image: me/srv:1\n", 1)
+	x, err := Parse("x.yaml", []byte(src))
+	require.NoError(t, err)
+	require.NoError(t, x.CheckRuntime("docker"))
+	err = x.CheckRuntime("local")
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.EqualError(t, err, "x.yaml:6:11: server.target: image runs only on the docker runtime (--runtime docker), not on local")
+
+	ref, err := Parse("x.yaml", []byte(good))
+	require.NoError(t, err)
+	assert.NoError(t, ref.CheckRuntime("local"), "every other target runs anywhere")
+}

@@ -12,7 +12,6 @@ import (
 // Entry is one injection in faults.jsonl: what was injected, on what, and
 // the window it was active, in microseconds on the run's base clock. EndUS
 // is when the fault was healed (or the run ended with it still active).
-// Error is set when the injection or its heal failed.
 type Entry struct {
 	Index   int            `json:"index"` // position in the experiment's faults list
 	Repeat  int            `json:"repeat,omitempty"`
@@ -22,7 +21,10 @@ type Entry struct {
 	StartUS int64          `json:"start_us"`
 	EndUS   int64          `json:"end_us"`
 	Detail  string         `json:"detail,omitempty"`
-	Error   string         `json:"error,omitempty"`
+	// Error is set when the injection failed: the fault never acted.
+	Error string `json:"error,omitempty"`
+	// HealError is set when the fault acted but undoing it failed.
+	HealError string `json:"heal_error,omitempty"`
 
 	_ struct{} // keyed literals only: the entry grows
 }

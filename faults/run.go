@@ -188,7 +188,7 @@ func (r *run) one(ctx context.Context, in Injection) error {
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healTimeout)
 	defer cancel()
 	if err := h(hctx); err != nil {
-		return r.end(&e, fmt.Errorf("heal: %w", err))
+		return r.endHealFailed(&e, fmt.Errorf("heal: %w", err))
 	}
 	r.emit(PhaseHealed, &e, r.env.Clock.Micros(), nil)
 	return r.end(&e, nil)
@@ -212,6 +212,19 @@ func (r *run) end(e *Entry, err error) error {
 		r.emit(PhaseFailed, e, e.EndUS, err)
 		err = fmt.Errorf("%w: %s (fault %d, repeat %d): %w", ErrInjection, e.Kind, e.Index, e.Repeat, err)
 	}
+	if werr := r.env.Log.Write(*e); werr != nil {
+		return errors.Join(err, fmt.Errorf("faults: %w", werr))
+	}
+	return err
+}
+
+// endHealFailed closes the log entry of a fault that acted but could not be
+// undone: it stays an injection (its window counts), with the heal's error.
+func (r *run) endHealFailed(e *Entry, err error) error {
+	e.EndUS = r.env.Clock.Micros()
+	e.HealError = err.Error()
+	r.emit(PhaseFailed, e, e.EndUS, err)
+	err = fmt.Errorf("%w: %s (fault %d, repeat %d): %w", ErrInjection, e.Kind, e.Index, e.Repeat, err)
 	if werr := r.env.Log.Write(*e); werr != nil {
 		return errors.Join(err, fmt.Errorf("faults: %w", werr))
 	}

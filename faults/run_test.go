@@ -514,3 +514,26 @@ func TestRunLetsAnInjectionUnderWayFinishAfterTheRunEnds(t *testing.T) {
 	assert.False(t, <-procs.ctxEnded, "the restart is not cut off between its stop and its start")
 	require.NoError(t, <-done)
 }
+
+func TestRunLogsAHealThatFailedAsAnInjection(t *testing.T) {
+	f := newFixture(t, serve(t, echo))
+	injected := make(chan struct{})
+	progress := func(ev faults.Event) {
+		if ev.Phase == faults.PhaseInjected {
+			close(injected)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-injected
+		p, err := f.toxi.Proxy("mcp")
+		assert.NoError(t, err)
+		assert.NoError(t, p.Delete()) // the toxic goes with it: the heal cannot remove it
+		cancel()
+	}()
+	entries, err := f.run(ctx, []faults.Spec{{Kind: "latency", Params: params(t, "latency", "{latency: 5ms}")}}, progress)
+	require.ErrorIs(t, err, faults.ErrInjection)
+	require.Len(t, entries, 1)
+	assert.Empty(t, entries[0].Error, "the fault did act")
+	assert.Contains(t, entries[0].HealError, "heal:")
+}

@@ -100,6 +100,12 @@ type Session struct {
 	OpenedUS int64
 	Closed   int64 // N of the first session_closed; 0 if live at the end of the run
 	ClosedUS int64
+	// LostUS is when a client was told the session is gone (a 404 or a
+	// close event, history session_lost), 0 if never: a server that
+	// crashed or restarted without a durable store writes no session_closed,
+	// and its sessions end when it dies, which a client learns no later
+	// than this.
+	LostUS int64
 	// Claimed is whether the client's history ever names the session: a
 	// client holds a session only once it learned its id. A session whose
 	// initialize answer was lost on the way is opened on the server but
@@ -118,12 +124,10 @@ type Fork struct {
 // Orphan is a result the server wrote to a stream that no client outcome
 // ever read. An outcome (ok, fail or unknown) with the same session and
 // request id reads it when it carries the result's event id, or when it
-// was recorded at or after the result was written: a client that reads an
-// error result saying the outcome cannot be known (the server restarted
-// mid-call) concludes unknown, and an SDK client cannot see event ids. An
-// outcome recorded before the result was written, without its event id, is
-// a client that gave up on the stream, and the result it left behind is
-// orphaned. Surfaced marks an orphan whose stream the client concluded as
+// was read from the call's response (history result "read") at or after
+// the result was written: a response may come as plain JSON, and an SDK
+// server's ledger knows no event ids. An outcome the client reached by
+// giving up reads nothing, whenever it was recorded. Surfaced marks an orphan whose stream the client concluded as
 // an unknown outcome: the client cannot have read the result, but it told
 // its caller so instead of assuming (a surfaced gap, for a result).
 type Orphan struct {
@@ -197,18 +201,20 @@ type accountant struct {
 	results  map[StreamKey]writtenRef
 	outcomes map[StreamKey][]outcomeRef // every ok, fail and unknown of a stream
 	claimed  map[string]bool            // sessions some history record names
+	lostAt   map[string]int64           // sessions a client was told are gone, and when
 }
 
 // outcomeRef is when an outcome was recorded, the event id it read, and
 // whether it was an unknown.
 type outcomeRef struct {
-	tus, eventID int64
-	unknown      bool
+	tus, eventID  int64
+	unknown, read bool
 }
 
 type streamState struct {
 	emitted    []Event
-	received   []int64 // seqs
+	received   []int64    // seqs
+	numbered   [][2]int64 // (event id, seq) of received events that have both
 	maxEventID int64
 	maxSeq     int64
 	later      int
@@ -238,6 +244,7 @@ func newAccountant() *accountant {
 		results:  map[StreamKey]writtenRef{},
 		outcomes: map[StreamKey][]outcomeRef{},
 		claimed:  map[string]bool{},
+		lostAt:   map[string]int64{},
 	}
 }
 
@@ -289,26 +296,35 @@ func (a *accountant) historyRecord(line int, h *history.Record) {
 		a.claimed[h.Session] = true
 	}
 	switch h.Kind {
+	case history.KindSessionLost:
+		if h.Reason == "status_404" || h.Reason == "close_event" {
+			if t, seen := a.lostAt[h.Session]; !seen || h.TUS < t {
+				a.lostAt[h.Session] = h.TUS
+			}
+		}
 	case history.KindEvent:
 		if h.Seq <= 0 {
 			return
 		}
 		s := a.stream(key)
 		s.received = append(s.received, h.Seq)
+		if h.EventID > 0 {
+			s.numbered = append(s.numbered, [2]int64{h.EventID, h.Seq})
+		}
 		if (h.EventID > s.maxEventID || h.Seq > s.maxSeq) && !s.resultRead {
 			s.later = line
 		}
 		s.maxSeq = max(s.maxSeq, h.Seq)
 		s.maxEventID = max(s.maxEventID, h.EventID)
 	case history.KindOK, history.KindFail:
-		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID})
+		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID, read: h.Result == history.ResultRead})
 		if h.Kind == history.KindOK || h.EventID > 0 {
 			s := a.stream(key)
 			s.maxEventID = max(s.maxEventID, h.EventID)
 			s.resultRead, s.later = true, line
 		}
 	case history.KindUnknown:
-		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID, unknown: true})
+		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID, unknown: true, read: h.Result == history.ResultRead})
 	case history.KindGap:
 		g := gapRef{from: h.FromEventID, to: h.ToEventID, line: line}
 		if h.RequestID == "" {
@@ -362,7 +378,11 @@ func (s *streamState) settle(key StreamKey, sessGaps []gapRef) Stream {
 		for j < len(received) && received[j] < e.Seq {
 			j++
 		}
-		switch g, inGap := coveringGap(e.EventID, s.gaps, sessGaps); {
+		g, inGap := coveringGap(e.EventID, s.gaps, sessGaps)
+		if e.EventID == 0 {
+			g, inGap = s.coveringGapBySeq(e.Seq, sessGaps)
+		}
+		switch {
 		case j < len(received) && received[j] == e.Seq:
 			out.Received++
 		case inGap:
@@ -387,6 +407,30 @@ func (s *streamState) settle(key StreamKey, sessGaps []gapRef) Stream {
 	return out
 }
 
+// coveringGapBySeq places an event the ledger knows no id of inside a
+// surfaced gap (from, to] through the ids and sequence numbers of what the
+// client received: it is inside when its sequence number lies after the
+// last one received at or before from, and before the first one received
+// after to.
+func (s *streamState) coveringGapBySeq(seq int64, sessGaps []gapRef) (int, bool) {
+	for _, gaps := range [][]gapRef{s.gaps, sessGaps} {
+		for _, g := range gaps {
+			lo, hi := int64(0), int64(math.MaxInt64)
+			for _, p := range s.numbered {
+				if p[0] <= g.from {
+					lo = max(lo, p[1])
+				} else if p[0] > g.to {
+					hi = min(hi, p[1])
+				}
+			}
+			if lo < seq && seq < hi {
+				return g.line, true
+			}
+		}
+	}
+	return 0, false
+}
+
 // coveringGap returns the line of a surfaced gap (from, to] holding id.
 func coveringGap(id int64, lists ...[]gapRef) (int, bool) {
 	for _, gaps := range lists {
@@ -406,6 +450,7 @@ func (a *accountant) sessionList() []Session {
 			s.Closed, s.ClosedUS = c.N, c.TUS
 		}
 		s.Claimed = a.claimed[id]
+		s.LostUS = a.lostAt[id]
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(x, y Session) int { return cmp.Compare(x.Opened, y.Opened) })
@@ -443,18 +488,24 @@ func forks(sessions []Session) []Fork {
 	return out
 }
 
+// endUS is when a session stopped being live: its session_closed, or the
+// moment a client was told it was gone, whichever came first.
 func endUS(s Session) int64 {
-	if s.Closed == 0 {
-		return math.MaxInt64
+	end := int64(math.MaxInt64)
+	if s.Closed != 0 {
+		end = s.ClosedUS
 	}
-	return s.ClosedUS
+	if s.LostUS > 0 {
+		end = min(end, s.LostUS)
+	}
+	return end
 }
 
 func (a *accountant) orphans() []Orphan {
 	var out []Orphan
 	for key, w := range a.results {
 		read := slices.ContainsFunc(a.outcomes[key], func(o outcomeRef) bool {
-			return (o.eventID != 0 && o.eventID == w.eventID) || o.tus >= w.tus
+			return (o.eventID != 0 && o.eventID == w.eventID) || (o.read && o.tus >= w.tus)
 		})
 		if !read {
 			surfaced := slices.ContainsFunc(a.outcomes[key], func(o outcomeRef) bool { return o.unknown })

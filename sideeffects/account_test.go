@@ -119,6 +119,9 @@ func TestAccountEvents(t *testing.T) {
 			got("s", "1", 10, 1, 2), EventCounts{Emitted: 5, Received: 2, Unread: 3}, nil},
 		{"events the server could not number, lost before a later one", sdkEmits("s", "1", 5),
 			got("s", "1", 10, 1, 4), EventCounts{Emitted: 5, Received: 2, LostSilent: 2, Unread: 1}, []int64{2, 3}},
+		{"events the server could not number, inside a surfaced gap", sdkEmits("s", "1", 6),
+			hcat(got("s", "1", 10, 1, 2), gap("1", 12, 40), got("s", "1", 40, 5, 6)),
+			EventCounts{Emitted: 6, Received: 4, LostSurfaced: 2}, nil},
 		{"unnumbered events are not counted", cat(emits("s", "1", 0, 2, 10)),
 			got("s", "1", 10, 0, 1, 2), EventCounts{Emitted: 2, Received: 2}, nil},
 		{"events received on another session do not match", emits("s", "1", 1, 2, 10),
@@ -188,6 +191,21 @@ func TestAccountForks(t *testing.T) {
 			assert.Equal(t, tc.forks, forks)
 		})
 	}
+	// A server that crashed on a memory store writes no session_closed: its
+	// session ends when a client is told it is gone, not when it abandons it.
+	for _, tc := range []struct {
+		reason string
+		fork   bool
+	}{{"status_404", false}, {"close_event", false}, {"abandoned", true}} {
+		hist := []history.Record{
+			{Kind: history.KindSessionNew, Client: "c1", Session: "a"},
+			{TUS: 9, Kind: history.KindSessionLost, Client: "c1", Session: "a", Reason: tc.reason},
+			{Kind: history.KindSessionNew, Client: "c1", Session: "b"},
+		}
+		a := Account(numbered(open("a", "c1", 0), open("b", "c1", 10)), hist)
+		assert.Equal(t, tc.fork, len(a.Forks) == 1, "session lost by %s", tc.reason)
+	}
+
 	a := Account(numbered(open("a", "c1", 3), closed("a", 8)), []history.Record{{Kind: history.KindInvoke, Session: "a"}})
 	assert.Equal(t, []Session{{ID: "a", Client: "c1", Opened: 1, OpenedUS: 3, Closed: 2, ClosedUS: 8, Claimed: true}}, a.Sessions)
 }
@@ -205,7 +223,7 @@ func TestAccountOrphans(t *testing.T) {
 	)
 	hist := []history.Record{
 		{Kind: history.KindOK, Session: "s", RequestID: "1", EventID: 5},
-		{Kind: history.KindFail, Session: "t", RequestID: "3"},
+		{Kind: history.KindFail, Session: "t", RequestID: "3", Result: history.ResultRead}, // a JSON error answer
 		{Kind: history.KindOK, Session: "x", RequestID: "2"},
 	}
 	a := Account(ledger, hist)
@@ -219,26 +237,32 @@ func TestAccountOutcomeReadsOnlyAResultAlreadyWrittenOrNamed(t *testing.T) {
 		kind    history.Kind
 		at      int64
 		eventID int64
+		read    bool // read from the call's response
 	}
 	tests := []struct {
 		name     string
 		outcomes []outcome
 		orphaned bool
 	}{
-		{"the client read the result and concluded unknown", []outcome{{history.KindUnknown, 150, 0}}, false},
-		{"the client gave up before the result was written", []outcome{{history.KindUnknown, 50, 0}}, true},
-		{"gave up, then read it on a later attempt", []outcome{{history.KindUnknown, 50, 0}, {history.KindUnknown, 120, 0}}, false},
-		{"a naive client failed before the result was written", []outcome{{history.KindFail, 50, 0}}, true},
-		{"ok naming the result's event id", []outcome{{history.KindOK, 90, 4}}, false},
-		{"ok without an event id, after the result (an SDK client)", []outcome{{history.KindOK, 110, 0}}, false},
-		{"fail naming another event", []outcome{{history.KindFail, 50, 3}}, true},
+		{"the client read the result and concluded unknown", []outcome{{history.KindUnknown, 150, 0, true}}, false},
+		{"the client gave up before the result was written", []outcome{{history.KindUnknown, 50, 0, false}}, true},
+		{"gave up, then read it on a later attempt", []outcome{{history.KindUnknown, 50, 0, false}, {history.KindUnknown, 120, 0, true}}, false},
+		{"a naive client failed before the result was written", []outcome{{history.KindFail, 50, 0, false}}, true},
+		{"a client gave up after the result was written, without it", []outcome{{history.KindFail, 150, 0, false}}, true},
+		{"ok naming the result's event id", []outcome{{history.KindOK, 90, 4, true}}, false},
+		{"ok read as JSON after the result (no event id)", []outcome{{history.KindOK, 110, 0, true}}, false},
+		{"fail naming another event", []outcome{{history.KindFail, 50, 3, true}}, true},
 		{"no outcome at all", nil, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var hist []history.Record
 			for _, o := range tc.outcomes {
-				hist = append(hist, history.Record{TUS: o.at, Kind: o.kind, Session: "s", RequestID: "1", EventID: o.eventID})
+				r := history.Record{TUS: o.at, Kind: o.kind, Session: "s", RequestID: "1", EventID: o.eventID}
+				if o.read {
+					r.Result = history.ResultRead
+				}
+				hist = append(hist, r)
 			}
 			a := Account(numbered(written...), hist)
 			assert.Equal(t, tc.orphaned, len(a.Orphaned) == 1)

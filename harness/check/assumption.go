@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/sideeffects"
@@ -22,11 +23,18 @@ type streamBreak struct {
 	what string
 }
 
+// BreakGrace is how long after a fault's window ends a stream break still
+// counts as the fault's doing: a one-shot fault (a reset, a crash) ends
+// about when it acts, and a client notices a dead stream only when it next
+// reads. A break later than that is the client's own, and proves nothing
+// about the fault.
+const BreakGrace = 5 * time.Second
+
 // faultHit checks the assumption: some fault that was injected without error
 // has a window [start_us, end_us] overlapping a call in flight (from its
 // first invoke to its outcome, or to the end of the run if it has none), and
-// that call's client saw its stream break during the call, at or after the
-// fault's start.
+// that call's client saw its stream break during the call, inside the
+// fault's window or within BreakGrace after it.
 func faultHit(in Input, order []int, calls []sideeffects.Call) Result {
 	breaks := breaksByClient(in.History, order)
 	var ev evidence
@@ -89,7 +97,11 @@ func faultOnCalls(f *faults.Entry, calls []sideeffects.Call, breaks map[string][
 		if first == nil {
 			first = c
 		}
-		if b := firstBreak(breaks[c.Client], max(c.StartUS, f.StartUS), cEnd); b != nil {
+		to := cEnd
+		if fEnd != math.MaxInt64 {
+			to = min(cEnd, fEnd+BreakGrace.Microseconds())
+		}
+		if b := firstBreak(breaks[c.Client], max(c.StartUS, f.StartUS), to); b != nil {
 			return overlaps, c, b
 		}
 	}

@@ -197,6 +197,17 @@ func TestFaultHit(t *testing.T) {
 			return in
 		}(), false, "no fault was injected without error", "the injection failed: toxiproxy: connection refused"},
 		{"no faults at all", end(call()), false, "no fault was injected", ""},
+		{"a break long after the fault's window is the client's own", call().fault("latency", "proxy", 1.5, 1.6).
+			at(45).broke("c1", "a", "s1", "1", "timeout").at(60).outcome(history.KindOK, "c1", "a", "s1", "1", 0).in,
+			false, "did not bite", "overlapped 1 call in flight"},
+		{"a break soon after a one-shot fault is its doing", call().fault("reset", "proxy", 1.5, 1.6).
+			at(5.5).broke("c1", "a", "s1", "1", "eof").at(60).outcome(history.KindOK, "c1", "a", "s1", "1", 0).in,
+			true, "1 of 1", "stream_break eof at 5.500s"},
+		{"a fault whose heal failed was still injected", func() Input {
+			in := end(call().fault("partition", "proxy", 2, 3).at(2.5).broke("c1", "a", "s1", "1", "reset"))
+			in.Faults[0].HealError = "toxiproxy: timeout"
+			return in
+		}(), true, "1 of 1 faults hit", "hit call a"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

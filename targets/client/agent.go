@@ -166,10 +166,10 @@ func (a *agent) invokeRecord(s *stream) {
 func (a *agent) outcomeRecord(s *stream, out *outcome) {
 	r := history.Record{
 		Kind: out.kind, Call: s.call.ID, OrderID: s.call.OrderID(),
-		Session: s.session, RequestID: s.requestID, Reason: out.reason,
+		Session: s.session, RequestID: s.requestID, Reason: out.reason, EventID: eventNumber(out.eventID),
 	}
-	if out.kind != history.KindUnknown {
-		r.EventID = eventNumber(out.eventID)
+	if out.read {
+		r.Result = history.ResultRead
 	}
 	a.record(r)
 }

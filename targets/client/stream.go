@@ -42,6 +42,7 @@ type outcome struct {
 	kind    history.Kind
 	eventID string
 	reason  string
+	read    bool // the outcome was read from the call's response
 }
 
 func unknownOutcome(reason string) *outcome {
@@ -168,7 +169,7 @@ func progressSeq(m *mcp.Message) int64 {
 // anything else is ok.
 func resultOf(m mcp.Message, eventID string) *outcome {
 	if m.Error != nil {
-		return &outcome{kind: history.KindFail, eventID: eventID, reason: m.Error.Error()}
+		return &outcome{kind: history.KindFail, eventID: eventID, reason: m.Error.Error(), read: true}
 	}
 	var r mcp.CallResult
 	if err := json.Unmarshal(m.Result, &r); err != nil {
@@ -182,13 +183,13 @@ func resultOf(m mcp.Message, eventID string) *outcome {
 	}
 	switch {
 	case sc.Error == ErrorInterrupted:
-		return unknownOutcome(ErrorInterrupted)
+		return &outcome{kind: history.KindUnknown, eventID: eventID, reason: ErrorInterrupted, read: true}
 	case r.IsError:
 		reason := sc.Error
 		if reason == "" && len(r.Content) > 0 {
 			reason = r.Content[0].Text
 		}
-		return &outcome{kind: history.KindFail, eventID: eventID, reason: reason}
+		return &outcome{kind: history.KindFail, eventID: eventID, reason: reason, read: true}
 	}
-	return &outcome{kind: history.KindOK, eventID: eventID}
+	return &outcome{kind: history.KindOK, eventID: eventID, read: true}
 }

@@ -16,14 +16,20 @@
 //	session_new   session, protocol
 //	session_lost  session, reason (status_404 | close_event | abandoned)
 //	invoke        call, order_id, tool, session, request_id, attempt
-//	ok            call, order_id, session, request_id, event_id (of the result, 0 if not evented)
-//	fail          call, order_id, session, request_id, event_id, reason
-//	unknown       call, order_id, session, request_id, reason
+//	ok            call, order_id, session, request_id, event_id (of the result, 0 if not evented), result
+//	fail          call, order_id, session, request_id, event_id, reason, result
+//	unknown       call, order_id, session, request_id, event_id, reason, result
 //	event         call, session, request_id, event_id, seq (progress number), detail (method)
 //	stream_break  call, session, request_id, reason (class: reset | eof | timeout | status_NNN | close_event | error), detail
 //	reconnect     call, session, request_id, attempt, last_event_id, delay_us, result (ok | status_NNN | error), detail
 //	resume        call, session, request_id, last_event_id
 //	gap           call, session, request_id, from_event_id, to_event_id, reason
+//
+// An outcome read from the call's response (its result, or a JSON-RPC error
+// answering it) carries result "read" and, when the response came as an
+// SSE event, its event_id; an outcome the client reached by giving up
+// (retries exhausted, session gone) carries neither. The checker counts a
+// result as read only by an outcome that read it.
 //
 // A stream, from the client's side, is the pair (session, request_id): the
 // response stream of one tools/call request, resumed by GET with
@@ -50,6 +56,10 @@ const (
 	KindResume      Kind = "resume"
 	KindGap         Kind = "gap"
 )
+
+// ResultRead is the result field of an outcome read from the call's
+// response.
+const ResultRead = "read"
 
 // IsOutcome reports whether k ends a call (ok, fail or unknown).
 func (k Kind) IsOutcome() bool { return k == KindOK || k == KindFail || k == KindUnknown }

@@ -261,14 +261,14 @@ func (c *Call) outcome(isError bool, err error) history.Record {
 	fail.Detail, unknown.Detail = errText(err), errText(err)
 	switch {
 	case err == nil && !isError:
-		ok.EventID = c.resultID
+		ok.EventID, ok.Result = c.resultID, history.ResultRead
 		return ok
 	case err == nil:
-		fail.Reason, fail.EventID = "tool_error", c.resultID
+		fail.Reason, fail.EventID, fail.Result = "tool_error", c.resultID, history.ResultRead
 	case c.answered && c.answerError:
-		fail.Reason, fail.EventID = "error_response", c.resultID
+		fail.Reason, fail.EventID, fail.Result = "error_response", c.resultID, history.ResultRead
 	case c.answered:
-		fail.Reason, fail.EventID = "client_error", c.resultID
+		fail.Reason, fail.EventID, fail.Result = "client_error", c.resultID, history.ResultRead
 	case !c.wrote:
 		fail.Reason = "not_sent"
 	case c.status != 0 && (c.status < 200 || c.status > 299):

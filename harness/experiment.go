@@ -163,6 +163,16 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 	}
 	faultsDone := make(chan error, 1)
 	go func() { faultsDone <- faults.Run(injCtx, env, e.plan.Faults) }()
+	// On every way out the injector is stopped and waited for, so no
+	// injection outlives the experiment (a restart after the runtime closed)
+	// and none writes to a closed fault log.
+	faultsOver := false
+	defer func() {
+		if !faultsOver {
+			stopFaults()
+			<-faultsDone
+		}
+	}()
 	// Faults due at the workload's start are in place before the client
 	// opens its first connection.
 	if err := due.wait(ctx); err != nil {
@@ -182,6 +192,7 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("client exited with code %d (see %s)", code, filepath.Join(e.logDir(), "client.log"))
 	}
 	stopFaults()
+	faultsOver = true
 	if err := <-faultsDone; err != nil && !errors.Is(err, faults.ErrInjection) {
 		return 0, err
 	}

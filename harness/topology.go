@@ -65,6 +65,9 @@ func (p *processes) Resume(ctx context.Context, role string) error {
 	return proc.Resume(ctx)
 }
 
+// dueTimeout bounds the wait for the faults due at the workload's start.
+const dueTimeout = 2 * time.Minute
+
 // dueTracker waits until every injection planned for the workload's start
 // has been injected (or has failed).
 type dueTracker struct {
@@ -102,13 +105,14 @@ func (d *dueTracker) seen(ev faults.Event) {
 }
 
 func (d *dueTracker) wait(ctx context.Context) error {
-	t := time.NewTimer(30 * time.Second)
+	// A graceful restart at the start may wait out a drain.
+	t := time.NewTimer(dueTimeout)
 	defer t.Stop()
 	select {
 	case <-d.done:
 		return nil
 	case <-t.C:
-		return fmt.Errorf("not injected within 30s")
+		return fmt.Errorf("not injected within %s", dueTimeout)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -139,9 +143,9 @@ func serverArgs(p *spec.Plan, ledgerURL string) []string {
 // clientArgs are the client agent's flags for a plan.
 func clientArgs(p *spec.Plan, endpoint string) []string {
 	c := p.Client
-	plan, _ := json.Marshal(p.Workload) // a plan of plain values always marshals
+	tmpl, _ := json.Marshal(p.Template) // plain values always marshal
 	return []string{
-		"--target", c.Target, "--endpoint", endpoint, "--workload-json", string(plan),
+		"--target", c.Target, "--endpoint", endpoint, "--workload-template", string(tmpl),
 		"--history", historyState, "--cursor", c.Cursor, "--cursor-dir", "cursors", "--protocol", c.Protocol,
 		"--backoff-initial", c.Backoff.Initial.String(), "--backoff-max", c.Backoff.Max.String(),
 		"--backoff-retries", strconv.Itoa(c.Backoff.Retries), "--read-timeout", c.ReadTimeout.String(),

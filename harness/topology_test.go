@@ -27,3 +27,25 @@ func TestServerArgsGiveABringYourOwnServerOnlyItsEnvironment(t *testing.T) {
 	ref := serverArgs(&spec.Plan{Server: spec.ServerPlan{Target: "reference", RetentionEvents: 7, OnUnresumable: "gone"}}, "http://l")
 	assert.Subset(t, ref, []string{"--retention-events", "7", "--on-unresumable", "gone"}, "the built-in servers get their knobs")
 }
+
+func TestClientArgsStayShortWhateverTheNumberOfClients(t *testing.T) {
+	x, err := spec.Parse("x.yaml", []byte(`name: many
+description: The most clients an experiment may have.
+workload:
+  clients: 1000
+  calls:
+    - {tool: charge, args: {amount_cents: 1}, duration: 1s}
+    - {tool: chatty, args: {events: 5}, duration: 1s}
+expect: {verdict: pass}
+`))
+	if !assert.NoError(t, err) {
+		return
+	}
+	p := x.Plan(spec.Overrides{})
+	assert.Len(t, p.Workload.Clients, 1000)
+	longest := 0
+	for _, a := range clientArgs(p, "http://proxy:8666/mcp") {
+		longest = max(longest, len(a))
+	}
+	assert.Less(t, longest, 4096, "one argument must stay far below Linux's 128 KiB limit")
+}

@@ -21,7 +21,7 @@ import (
 type clientFlags struct {
 	agentFlags
 	target       string
-	workloadJSON string
+	workloadTmpl string
 	workloadFile string
 	history      string
 	opts         workload.Options
@@ -62,7 +62,7 @@ func newClientAgentCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.target, "target", "resumable", "client implementation: resumable, naive, go-sdk, mcp-go")
 	fl.StringVar(&f.opts.Endpoint, "endpoint", "", "the MCP endpoint URL (through the proxy)")
-	fl.StringVar(&f.workloadJSON, "workload-json", "", "the workload plan as JSON")
+	fl.StringVar(&f.workloadTmpl, "workload-template", "", "the workload as JSON: {\"clients\": N, \"calls\": [...]}, every client making the same calls")
 	fl.StringVar(&f.workloadFile, "workload", "", "a file holding the workload plan as JSON")
 	fl.StringVar(&f.history, "history", "history.jsonl", "the history file (appended to)")
 	fl.StringVar(&f.opts.Cursor, "cursor", "memory", "cursor store: memory or file")
@@ -78,19 +78,19 @@ func newClientAgentCmd() *cobra.Command {
 
 func (f *clientFlags) plan() (workload.Plan, error) {
 	switch {
-	case f.workloadJSON != "" && f.workloadFile != "":
-		return workload.Plan{}, withCode(exitInvalid, errors.New("give --workload-json or --workload, not both"))
+	case f.workloadTmpl != "" && f.workloadFile != "":
+		return workload.Plan{}, withCode(exitInvalid, errors.New("give --workload-template or --workload, not both"))
 	case f.workloadFile != "":
 		p, err := workload.LoadPlan(f.path(f.workloadFile))
 		return p, withCode(exitInvalid, err)
-	case f.workloadJSON != "":
-		var p workload.Plan
-		if err := json.Unmarshal([]byte(f.workloadJSON), &p); err != nil {
-			return workload.Plan{}, withCode(exitInvalid, fmt.Errorf("--workload-json: %w", err))
+	case f.workloadTmpl != "":
+		var t workload.Template
+		if err := json.Unmarshal([]byte(f.workloadTmpl), &t); err != nil {
+			return workload.Plan{}, withCode(exitInvalid, fmt.Errorf("--workload-template: %w", err))
 		}
-		return p, nil
+		return t.Expand(), nil
 	}
-	return workload.Plan{}, withCode(exitInvalid, errors.New("a workload is required (--workload-json or --workload)"))
+	return workload.Plan{}, withCode(exitInvalid, errors.New("a workload is required (--workload-template or --workload)"))
 }
 
 // runClients runs every logical client concurrently and waits for all.

@@ -100,6 +100,12 @@ func (p *process) args() []string {
 }
 
 func (p *process) start(ctx context.Context) error {
+	p.rt.mu.Lock()
+	closed := p.rt.closed
+	p.rt.mu.Unlock()
+	if closed {
+		return errors.New("local runtime: closed")
+	}
 	logf, err := os.OpenFile(p.spec.LogPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -136,6 +142,15 @@ func (p *process) start(ctx context.Context) error {
 		_, _ = io.Copy(logf, lines) // anything else an agent prints goes to its log
 	}()
 	go p.reap(cmd, logf, exited)
+	// A Close that ran while this process was being started did not see
+	// it: end it here.
+	p.rt.mu.Lock()
+	closed = p.rt.closed
+	p.rt.mu.Unlock()
+	if closed {
+		p.kill()
+		return errors.New("local runtime: closed")
+	}
 	if !p.spec.Serves {
 		return nil
 	}

@@ -133,6 +133,8 @@ func TestCloseKillsEveryAgent(t *testing.T) {
 	require.Error(t, syscall.Kill(pid, 0), "the agent process is gone after Close")
 	_, err = rt.Start(context.Background(), agent.Spec{Role: "server"})
 	require.Error(t, err)
+	require.Error(t, p.Restart(context.Background(), false), "a closed runtime starts nothing, a restart included")
+	require.Error(t, syscall.Kill(pid, 0))
 }
 
 func TestAgentThatNeverServesIsReported(t *testing.T) {

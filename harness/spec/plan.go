@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"fmt"
 	"maps"
 	"time"
 
@@ -24,8 +23,11 @@ type Plan struct {
 	Seed       int64
 	TimeScale  float64
 
-	Server   ServerPlan
-	Client   ClientPlan
+	Server ServerPlan
+	Client ClientPlan
+	// Template is the workload as the client agent takes it; Workload is
+	// it expanded, client by client.
+	Template workload.Template
 	Workload workload.Plan
 	Faults   []faults.Injection
 	Expect   check.Expectation
@@ -82,20 +84,13 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 		Target: c.Target, Cursor: c.Cursor, Protocol: c.Protocol, ReadTimeout: c.ReadTimeout.Scale(f),
 		Backoff: workload.Backoff{Initial: c.Backoff.Initial.Scale(f), Max: c.Backoff.Max.Scale(f), Retries: *c.Backoff.Retries},
 	}
+	p.Template = workload.Template{Clients: x.Workload.Clients}
 	var perClient time.Duration
-	for i := range x.Workload.Clients {
-		id := fmt.Sprintf("c%d", i+1)
-		wc := workload.Client{ID: id}
-		for j, call := range x.Workload.Calls {
-			wc.Calls = append(wc.Calls, workload.Call{
-				ID: fmt.Sprintf("%s-%d", id, j+1), Tool: call.Tool, Args: maps.Clone(call.Args), Duration: call.Duration.Scale(f),
-			})
-			if i == 0 {
-				perClient += call.Duration.Scale(f)
-			}
-		}
-		p.Workload.Clients = append(p.Workload.Clients, wc)
+	for _, call := range x.Workload.Calls {
+		p.Template.Calls = append(p.Template.Calls, workload.Call{Tool: call.Tool, Args: maps.Clone(call.Args), Duration: call.Duration.Scale(f)})
+		perClient += call.Duration.Scale(f)
 	}
+	p.Workload = p.Template.Expand()
 	p.Faults = faults.Plan(x.faultSpecs(), f, p.Seed)
 	p.Scheduled = perClient
 	for _, in := range p.Faults {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"time"
 
@@ -91,6 +92,30 @@ func events(v any) (int, error) {
 type Client struct {
 	ID    string `json:"id"`
 	Calls []Call `json:"calls"`
+}
+
+// Template is a workload in which every logical client makes the same
+// calls, the form the runner hands to the client agent: its size does not
+// grow with the number of clients. Client i (from 1) is named c<i> and its
+// j-th call c<i>-<j>; the calls' own IDs are ignored.
+type Template struct {
+	Clients int    `json:"clients"`
+	Calls   []Call `json:"calls"`
+}
+
+// Expand names every client and call.
+func (t Template) Expand() Plan {
+	var p Plan
+	for i := range t.Clients {
+		c := Client{ID: fmt.Sprintf("c%d", i+1)}
+		for j, call := range t.Calls {
+			call.ID = fmt.Sprintf("%s-%d", c.ID, j+1)
+			call.Args = maps.Clone(call.Args)
+			c.Calls = append(c.Calls, call)
+		}
+		p.Clients = append(p.Clients, c)
+	}
+	return p
 }
 
 // Plan is every logical client of one client agent.

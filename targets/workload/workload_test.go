@@ -57,3 +57,17 @@ func TestPlanRoundTrip(t *testing.T) {
 	b, _ := json.Marshal(back)
 	assert.Contains(t, string(b), `"tool":"charge"`)
 }
+
+func TestTemplateExpandsNamedClientsAndCalls(t *testing.T) {
+	tmpl := Template{Clients: 2, Calls: []Call{
+		{Tool: "charge", Args: map[string]any{"amount_cents": 1}, Duration: time.Second},
+		{Tool: "chatty", Args: map[string]any{"events": 3}},
+	}}
+	p := tmpl.Expand()
+	require.Len(t, p.Clients, 2)
+	assert.Equal(t, "c2", p.Clients[1].ID)
+	assert.Equal(t, []string{"c2-1", "c2-2"}, []string{p.Clients[1].Calls[0].ID, p.Clients[1].Calls[1].ID})
+	assert.Equal(t, "c1-1", p.Clients[0].Calls[0].OrderID(), "each client charges its own orders")
+	p.Clients[0].Calls[0].Args["amount_cents"] = 9
+	assert.Equal(t, 1, p.Clients[1].Calls[0].Args["amount_cents"], "clients do not share argument maps")
+}

@@ -137,6 +137,9 @@ func (e Expectation) Validate() error {
 	if e.Verdict == Pass && len(e.Violations) > 0 {
 		return errors.New("violations: an expected pass has no violations")
 	}
+	if e.Verdict == Fail && e.Violations != nil && len(e.Violations) == 0 {
+		return errors.New("violations: an expected fail violates something; name it or leave violations out")
+	}
 	for _, name := range sortedKeys(e.Figures) {
 		if _, ok := (Figures{}).Value(name); !ok {
 			return fmt.Errorf("figures.%s: %w: want one of %s", name, ErrUnknownFigure, strings.Join(FigureNames, ", "))

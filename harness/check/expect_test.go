@@ -123,6 +123,7 @@ func TestExpectationValidate(t *testing.T) {
 		{"unknown invariant", Expectation{Verdict: Fail, Violations: []string{NoSessionFork, "no_forks"}}, ErrUnknownInvariant, "violations[1]"},
 		{"unknown figure", Expectation{Verdict: Fail, Figures: map[string]Bound{"duplicate": {"==", 1}}}, ErrUnknownFigure, "figures.duplicate: unknown figure: want one of calls, calls_ok"},
 		{"a pass with violations", Expectation{Verdict: Pass, Violations: []string{NoSessionFork}}, nil, "an expected pass has no violations"},
+		{"a fail with an empty set of violations", Expectation{Verdict: Fail, Violations: []string{}}, nil, "an expected fail violates something"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

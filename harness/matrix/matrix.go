@@ -15,9 +15,12 @@ package matrix
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/chaosrun/chaosrun/harness/spec"
@@ -71,7 +74,33 @@ type Cell struct {
 // Key is how expect: names a cell within its scenario.
 func Key(client, server string) string { return client + "@" + server }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var (
+	nameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+	lineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
+)
+
+// decodeProblems turns a decoding error of the matrix file into problems,
+// one per message, each at its line.
+func decodeProblems(path string, err error) []spec.Problem {
+	if errors.Is(err, io.EOF) {
+		return []spec.Problem{{File: path, Msg: "the file is empty: a matrix is a YAML mapping"}}
+	}
+	msgs := []string{err.Error()}
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	}
+	var out []spec.Problem
+	for _, msg := range msgs {
+		p := spec.Problem{File: path, Msg: strings.TrimPrefix(msg, "yaml: ")}
+		if m := lineRE.FindStringSubmatch(msg); m != nil {
+			p.Line, _ = strconv.Atoi(m[1])
+			p.Msg = msg[len(m[0]):]
+		}
+		out = append(out, p)
+	}
+	return out
+}
 
 // Load reads and validates a matrix file and every cell it composes. All
 // problems are reported together, each once, as a *spec.Error.
@@ -84,7 +113,7 @@ func Load(path string) (*Matrix, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		return nil, &spec.Error{Problems: []spec.Problem{{File: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}}
+		return nil, &spec.Error{Problems: decodeProblems(path, err)}
 	}
 	c := &composer{file: &f, path: path, seen: map[string]bool{}}
 	m := &Matrix{Name: f.Name, Description: f.Description, Path: path, Scenarios: f.Scenarios}

@@ -81,7 +81,8 @@ func TestLoadProblemsPointIntoTheMatrixFile(t *testing.T) {
 		replace [2]string
 		want    string
 	}{
-		{"unknown top-level key", [2]string{"time_scale: 0.05", "time_scael: 0.05"}, "field time_scael not found"},
+		{"unknown top-level key", [2]string{"time_scale: 0.05", "time_scael: 0.05"}, "m.yaml:3: field time_scael not found"},
+		{"wrong type", [2]string{"expect:\n  cut:\n", "expect:\n  cut: 5\n  cot:\n"}, "m.yaml:18: cannot unmarshal !!int `5`"},
 		{"unknown key in a scenario part", [2]string{"server: {session_ttl: 1m}", "server: {session_tl: 1m}"}, ":15:14: server.session_tl: unknown field"},
 		{"knob a target lacks", [2]string{"  - {target: naive, backoff: {retries: 1}}", "  - {target: naive, cursor: file}"}, ":6:29: client.cursor: the naive client keeps no cursor"},
 		{"bad fault", [2]string{"kind: reset", "kind: gremlin"}, ":16:21: faults[0].kind: unknown fault kind"},

@@ -22,8 +22,11 @@ type Problem struct {
 
 func (p Problem) String() string {
 	loc := p.File
-	if p.Line > 0 {
+	switch {
+	case p.Line > 0 && p.Col > 0:
 		loc = fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+	case p.Line > 0:
+		loc = fmt.Sprintf("%s:%d", p.File, p.Line)
 	}
 	if p.Field == "" {
 		return fmt.Sprintf("%s: %s", loc, p.Msg)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,6 +33,10 @@ func Parse(path string, src []byte) (*Experiment, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			ps.add(0, 0, "", "the file is empty: an experiment is a YAML mapping")
+			return nil, ps.err()
+		}
 		line := lineOf(err.Error())
 		ps.add(line, 1, "", "%s", strings.TrimPrefix(err.Error(), "yaml: "))
 		return nil, ps.err()

@@ -87,6 +87,9 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 		{"chatty without events", [2]string{"args: {events: 500}", "args: {}"}, "workload.calls[1].args.events: chatty needs"},
 		{"reference-only knob on an SDK server", [2]string{"  retention_events: 100", "  target: go-sdk\n  retention_events: 100\n  on_unresumable: gone"}, "server.on_unresumable: only the reference server has this knob (server.target is go-sdk)"},
 		{"cursor on an SDK client", [2]string{"target: naive", "target: mcp-go\n  cursor: file"}, "client.cursor: the mcp-go client does not take this knob"},
+		{"unknown tool argument", [2]string{"args: {amount_cents: 4999}", "args: {amount_cents: 4999, idempotency_kye: k}"}, "workload.calls[0].args.idempotency_kye: unknown argument of charge (known: amount_cents, idempotency_key, order_id)"},
+		{"fail with no violations", [2]string{"violations: [no_duplicate_side_effects, no_session_fork]", "violations: []"}, "expect.violations: an experiment expected to fail violates something"},
+		{"empty file", [2]string{good, ""}, "x.yaml: the file is empty"},
 		{"zero time scale", [2]string{"time_scale: 0.05", "time_scale: 0"}, "x.yaml:4:13: time_scale: must be greater than 0"},
 	}
 	for _, tc := range tests {

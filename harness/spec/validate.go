@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -179,6 +180,11 @@ func (x *Experiment) validateWorkload(bad badFunc, oneOf oneOfFunc) {
 		if c.Duration <= 0 {
 			bad(p+".duration", "is required and must be positive (how long the tool runs)")
 		}
+		for _, key := range sortedArgs(c.Args) {
+			if known := toolArgs[c.Tool]; known != nil && !slices.Contains(known, key) {
+				bad(p+".args."+key, "unknown argument of %s (known: %s)", c.Tool, strings.Join(known, ", "))
+			}
+		}
 		switch c.Tool {
 		case mcp.ToolCharge:
 			if n, ok := asInt(c.Args["amount_cents"]); !ok || n <= 0 {
@@ -190,6 +196,17 @@ func (x *Experiment) validateWorkload(bad badFunc, oneOf oneOfFunc) {
 			}
 		}
 	}
+}
+
+// toolArgs are the arguments each tool takes from a file; a call's duration
+// becomes duration_ms or interval_ms on the wire.
+var toolArgs = map[string][]string{
+	mcp.ToolCharge: {"amount_cents", "idempotency_key", "order_id"},
+	mcp.ToolChatty: {"events", "interval_ms"},
+}
+
+func sortedArgs(args map[string]any) []string {
+	return slices.Sorted(maps.Keys(args))
 }
 
 func asInt(v any) (int64, bool) {
@@ -261,6 +278,9 @@ func (x *Experiment) validateExpect(bad badFunc, oneOf oneOfFunc) {
 	}
 	if e.Verdict == "pass" && len(e.Violations) > 0 {
 		bad("expect.violations", "an experiment expected to pass cannot expect violations")
+	}
+	if e.Verdict == "fail" && e.Violations != nil && len(e.Violations) == 0 {
+		bad("expect.violations", "an experiment expected to fail violates something: name it, or leave violations out")
 	}
 	for name, bound := range e.Figures {
 		path := "expect.figures." + name

@@ -144,9 +144,16 @@ type Recorder interface {
 // Memory is an in-process Recorder for tests and for targets run without a
 // ledger service. It keeps records in order and stores each id once.
 type Memory struct {
-	mu   sync.Mutex
-	recs []Record
-	seen map[string]bool
+	mu      sync.Mutex
+	recs    []Record
+	seen    map[string]bool
+	waiters []waiter
+}
+
+// waiter is a Next call still waiting for its record.
+type waiter struct {
+	match func(Record) bool
+	ch    chan struct{}
 }
 
 // NewMemory returns an empty in-memory ledger.
@@ -168,7 +175,38 @@ func (m *Memory) Record(_ context.Context, r Record) error {
 	m.seen[r.ID] = true
 	r.N = int64(len(m.recs) + 1)
 	m.recs = append(m.recs, r)
+	kept := m.waiters[:0]
+	for _, w := range m.waiters {
+		if w.match(r) {
+			close(w.ch)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	m.waiters = kept
 	return nil
+}
+
+// Next returns a channel closed once a record matching match is stored
+// after the call, so a test waits on the event it expects instead of on
+// time.
+func (m *Memory) Next(match func(Record) bool) <-chan struct{} {
+	ch := make(chan struct{})
+	m.mu.Lock()
+	m.waiters = append(m.waiters, waiter{match: match, ch: ch})
+	m.mu.Unlock()
+	return ch
+}
+
+// Of returns the stored records of kind k, in store order.
+func (m *Memory) Of(k Kind) []Record {
+	var out []Record
+	for _, r := range m.Records() {
+		if r.Kind == k {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Records returns a copy of everything stored, in store order.
@@ -179,12 +217,4 @@ func (m *Memory) Records() []Record {
 }
 
 // Count returns how many stored records have kind k.
-func (m *Memory) Count(k Kind) int {
-	n := 0
-	for _, r := range m.Records() {
-		if r.Kind == k {
-			n++
-		}
-	}
-	return n
-}
+func (m *Memory) Count(k Kind) int { return len(m.Of(k)) }

@@ -49,3 +49,20 @@ func TestMemoryStoresEachIDOnce(t *testing.T) {
 	assert.NotEmpty(t, recs[1].ID)
 	require.Error(t, m.Record(ctx, Record{ID: "bad", Kind: "nope"}))
 }
+
+func TestMemoryNextSignalsALaterMatchingRecord(t *testing.T) {
+	m := NewMemory()
+	ctx := context.Background()
+	require.NoError(t, m.Record(ctx, Record{Kind: KindCharge, OrderID: "o", AmountCents: 1}))
+	charged := m.Next(func(r Record) bool { return r.Kind == KindCharge })
+	select {
+	case <-charged:
+		t.Fatal("a record stored before the call does not count")
+	default:
+	}
+	require.NoError(t, m.Record(ctx, Record{Kind: KindCallStarted}))
+	require.NoError(t, m.Record(ctx, Record{Kind: KindCharge, OrderID: "o", AmountCents: 1}))
+	<-charged
+	assert.Len(t, m.Of(KindCharge), 2)
+	assert.Equal(t, 1, m.Count(KindCallStarted))
+}

@@ -24,7 +24,7 @@ type sdkServer interface {
 	Close() error
 }
 
-func newSDKServer(t *testing.T, sdk string, l *ledger) sdkServer {
+func newSDKServer(t *testing.T, sdk string, l *sideeffects.Memory) sdkServer {
 	t.Helper()
 	var s sdkServer
 	var err error
@@ -110,7 +110,7 @@ func TestRunClientAgainstSDKServers(t *testing.T) {
 			assert.Equal(t, "c2", invokes[1].OrderID)
 			assert.Equal(t, 1, invokes[1].Attempt)
 			assert.Equal(t, 1, l.Count(sideeffects.KindCharge))
-			assert.Equal(t, invokes[1].RequestID, l.of(sideeffects.KindCharge)[0].RequestID,
+			assert.Equal(t, invokes[1].RequestID, l.Of(sideeffects.KindCharge)[0].RequestID,
 				"client and server agree on the request id")
 		})
 	}
@@ -156,7 +156,7 @@ func TestGoSDKClientAfterCut_CurrentBehaviour(t *testing.T) {
 				p.cut(t)
 			}()
 			recs := runWatched(t, RunClient, p.URL+"/mcp", w, call)
-			finished := l.on(kindIs(sideeffects.KindResultWritten))
+			finished := l.Next(kindIs(sideeffects.KindResultWritten))
 			if l.Count(sideeffects.KindResultWritten) == 0 {
 				await(t, finished, "the tool to finish")
 			}
@@ -210,11 +210,11 @@ func between(recs []history.Record, from, to history.Kind) []history.Record {
 // event has reached the client (the go-sdk writes it with the response
 // headers), or, for mcp-go whose charge answer is one JSON body at the end,
 // once the tool has started.
-func cutPoint(server string, w *watch, l *ledger) <-chan struct{} {
+func cutPoint(server string, w *watch, l *sideeffects.Memory) <-chan struct{} {
 	if server == Target {
 		return w.answering()
 	}
-	return l.on(kindIs(sideeffects.KindCallStarted))
+	return l.Next(kindIs(sideeffects.KindCallStarted))
 }
 
 // faulty answers a GET carrying Last-Event-ID with status while status is

@@ -17,7 +17,7 @@ import (
 )
 
 // serveReference serves the reference server writing to l.
-func serveReference(t *testing.T, l *ledger, cfg server.Config) string {
+func serveReference(t *testing.T, l *sideeffects.Memory, cfg server.Config) string {
 	t.Helper()
 	cfg.Recorder = l
 	s, err := server.New(cfg)
@@ -46,7 +46,7 @@ func TestGoSDKClientAgainstReferenceServer(t *testing.T) {
 		assert.Positive(t, r.EventID)
 	}
 	assert.Equal(t, 1, l.Count(sideeffects.KindCharge))
-	assert.Equal(t, "reference", l.of(sideeffects.KindCharge)[0].Source)
+	assert.Equal(t, "reference", l.Of(sideeffects.KindCharge)[0].Source)
 }
 
 // TestGoSDKClientAgainstReferenceAfterCut_CurrentBehaviour cuts a chatty
@@ -89,7 +89,7 @@ func TestResumableClientAgainstGoSDKServer(t *testing.T) {
 	// carry their sequence number.
 	assert.Equal(t, []int64{1, 2, 3}, slices.DeleteFunc(events(recs), func(seq int64) bool { return seq == 0 }))
 	assert.Equal(t, 1, l.Count(sideeffects.KindCharge))
-	assert.Equal(t, Target, l.of(sideeffects.KindCharge)[0].Source)
+	assert.Equal(t, Target, l.Of(sideeffects.KindCharge)[0].Source)
 }
 
 // TestResumableClientAgainstGoSDKServerAfterCut cuts a charge once the

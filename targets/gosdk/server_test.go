@@ -19,7 +19,7 @@ import (
 	wire "github.com/chaosrun/chaosrun/targets/mcp"
 )
 
-func startServer(t *testing.T, cfg ServerConfig) (*Server, *ledger, string) {
+func startServer(t *testing.T, cfg ServerConfig) (*Server, *sideeffects.Memory, string) {
 	t.Helper()
 	l := newLedger()
 	cfg.Recorder = l
@@ -187,11 +187,11 @@ func TestServerControl(t *testing.T) {
 		assert.Equal(t, tc.status, code, tc.path)
 		assert.Equal(t, tc.value, out[tc.field], tc.path)
 	}
-	closed := l.on(kindIs(sideeffects.KindSessionClosed))
+	closed := l.Next(kindIs(sideeffects.KindSessionClosed))
 	if l.Count(sideeffects.KindSessionClosed) == 0 {
 		await(t, closed, "the session to close")
 	}
-	assert.Equal(t, "expired", l.of(sideeffects.KindSessionClosed)[0].Reason)
+	assert.Equal(t, "expired", l.Of(sideeffects.KindSessionClosed)[0].Reason)
 	resp := r.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
@@ -199,7 +199,7 @@ func TestServerControl(t *testing.T) {
 func TestServerStatusCountsInflightCalls(t *testing.T) {
 	_, l, url := startServer(t, ServerConfig{DefaultChargeDuration: time.Hour})
 	r := rawConnect(t, url+"/mcp")
-	started := l.on(kindIs(sideeffects.KindCallStarted))
+	started := l.Next(kindIs(sideeffects.KindCallStarted))
 	go func() {
 		req := r.request(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"charge","arguments":{"order_id":"o","amount_cents":1}}}`)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
@@ -221,7 +221,7 @@ func TestServerStatusCountsInflightCalls(t *testing.T) {
 func TestServerCloseEndsRunningTools(t *testing.T) {
 	s, l, url := startServer(t, ServerConfig{DefaultChargeDuration: time.Hour})
 	r := rawConnect(t, url+"/mcp")
-	started := l.on(kindIs(sideeffects.KindCallStarted))
+	started := l.Next(kindIs(sideeffects.KindCallStarted))
 	go func() {
 		req := r.request(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"charge","arguments":{"order_id":"o","amount_cents":1}}}`)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
@@ -231,11 +231,11 @@ func TestServerCloseEndsRunningTools(t *testing.T) {
 	await(t, started, "the charge to start")
 	require.NoError(t, s.Close())
 	assert.Zero(t, l.Count(sideeffects.KindCharge))
-	finished := l.of(sideeffects.KindCallFinished)
+	finished := l.Of(sideeffects.KindCallFinished)
 	require.Len(t, finished, 1)
 	assert.True(t, finished[0].IsError)
 	assert.Equal(t, "shutdown", finished[0].Reason)
-	assert.Equal(t, "shutdown", l.of(sideeffects.KindSessionClosed)[0].Reason)
+	assert.Equal(t, "shutdown", l.Of(sideeffects.KindSessionClosed)[0].Reason)
 }
 
 // TestGoSDKServerEvictedLastEventID_CurrentBehaviour resumes a chatty
@@ -275,7 +275,7 @@ func TestGoSDKServerEvictedLastEventID_CurrentBehaviour(t *testing.T) {
 func TestGoSDKServerExpireDuringCall_CurrentBehaviour(t *testing.T) {
 	_, l, url := startServer(t, ServerConfig{})
 	r := rawConnect(t, url+"/mcp")
-	started := l.on(kindIs(sideeffects.KindCallStarted))
+	started := l.Next(kindIs(sideeffects.KindCallStarted))
 	charged := make(chan []wire.Event, 1)
 	go func() {
 		req := r.request(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"charge",`+

@@ -26,7 +26,7 @@ type sdkServer interface {
 }
 
 // serveSDK starts the named SDK's server writing to l, on 127.0.0.1:0.
-func serveSDK(t *testing.T, sdk string, l *ledger) string {
+func serveSDK(t *testing.T, sdk string, l *sideeffects.Memory) string {
 	t.Helper()
 	var s sdkServer
 	var err error
@@ -102,7 +102,7 @@ func TestRunClientAgainstSDKServers(t *testing.T) {
 				}
 			}
 			assert.Equal(t, 1, l.Count(sideeffects.KindCharge))
-			assert.Equal(t, only(recs, history.KindInvoke)[1].RequestID, l.of(sideeffects.KindCharge)[0].RequestID,
+			assert.Equal(t, only(recs, history.KindInvoke)[1].RequestID, l.Of(sideeffects.KindCharge)[0].RequestID,
 				"client and server agree on the request id")
 		})
 	}
@@ -125,7 +125,7 @@ func TestMCPGoClientAfterCut_CurrentBehaviour(t *testing.T) {
 			p := newProxy(t, serveSDK(t, tc.server, l))
 			w := newWatch()
 			call := charge("c1", 200*time.Millisecond)
-			trigger := l.on(kindIs(sideeffects.KindCallStarted))
+			trigger := l.Next(kindIs(sideeffects.KindCallStarted))
 			if tc.tool == "chatty" {
 				call = chatty("c1", 10, 200*time.Millisecond)
 				trigger = w.on(func(r history.Record) bool { return r.Kind == history.KindEvent && r.Seq == 3 })
@@ -141,7 +141,7 @@ func TestMCPGoClientAfterCut_CurrentBehaviour(t *testing.T) {
 				p.cut(t)
 				close(healed)
 			}()
-			finished := l.on(func(r sideeffects.Record) bool {
+			finished := l.Next(func(r sideeffects.Record) bool {
 				return r.Kind == sideeffects.KindResultWritten && r.RequestID == "2"
 			})
 			recs := runWatched(t, RunClient, p.URL+"/mcp", w, call, charge("c2", time.Millisecond))

@@ -17,7 +17,7 @@ import (
 )
 
 // serveReference serves the reference server writing to l.
-func serveReference(t *testing.T, l *ledger, cfg server.Config) string {
+func serveReference(t *testing.T, l *sideeffects.Memory, cfg server.Config) string {
 	t.Helper()
 	cfg.Recorder = l
 	s, err := server.New(cfg)
@@ -43,7 +43,7 @@ func TestMCPGoClientAgainstReferenceServer(t *testing.T) {
 	}, historyKinds(recs))
 	assert.Equal(t, []int64{1, 2, 3}, events(recs))
 	assert.Equal(t, 1, l.Count(sideeffects.KindCharge))
-	assert.Equal(t, "reference", l.of(sideeffects.KindCharge)[0].Source)
+	assert.Equal(t, "reference", l.Of(sideeffects.KindCharge)[0].Source)
 }
 
 // TestMCPGoClientAgainstReferenceAfterCut_CurrentBehaviour cuts a charge
@@ -54,12 +54,12 @@ func TestMCPGoClientAgainstReferenceServer(t *testing.T) {
 func TestMCPGoClientAgainstReferenceAfterCut_CurrentBehaviour(t *testing.T) {
 	l := newLedger()
 	p := newProxy(t, serveReference(t, l, server.Config{Retry: 20 * time.Millisecond}))
-	started := l.on(kindIs(sideeffects.KindCallStarted))
+	started := l.Next(kindIs(sideeffects.KindCallStarted))
 	go func() {
 		await(t, started, "the charge to start")
 		p.cut(t)
 	}()
-	charged := l.on(kindIs(sideeffects.KindCharge))
+	charged := l.Next(kindIs(sideeffects.KindCharge))
 	recs := runClient(t, RunClient, p.URL+"/mcp", charge("c1", 200*time.Millisecond))
 	await(t, charged, "the charge")
 
@@ -79,7 +79,7 @@ func TestResumableClientAgainstMCPGoServer(t *testing.T) {
 		onlyKinds(recs, history.KindInvoke, history.KindOK, history.KindUnknown, history.KindFail))
 	assert.Equal(t, []int64{1, 2, 3}, slices.DeleteFunc(events(recs), func(seq int64) bool { return seq == 0 }))
 	assert.Equal(t, 1, l.Count(sideeffects.KindCharge))
-	assert.Equal(t, Target, l.of(sideeffects.KindCharge)[0].Source)
+	assert.Equal(t, Target, l.Of(sideeffects.KindCharge)[0].Source)
 }
 
 // TestResumableClientAgainstMCPGoServerAfterCut cuts a charge on mcp-go,
@@ -90,12 +90,12 @@ func TestResumableClientAgainstMCPGoServer(t *testing.T) {
 func TestResumableClientAgainstMCPGoServerAfterCut(t *testing.T) {
 	l := newLedger()
 	p := newProxy(t, serveSDK(t, Target, l))
-	started := l.on(kindIs(sideeffects.KindCallStarted))
+	started := l.Next(kindIs(sideeffects.KindCallStarted))
 	go func() {
 		await(t, started, "the charge to start")
 		p.cut(t)
 	}()
-	written := l.on(kindIs(sideeffects.KindResultWritten))
+	written := l.Next(kindIs(sideeffects.KindResultWritten))
 	recs := runClient(t, resumable, p.URL+"/mcp", charge("c1", 200*time.Millisecond))
 	await(t, written, "the charge's result")
 

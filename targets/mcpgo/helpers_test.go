@@ -22,57 +22,7 @@ import (
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
-// ledger is an in-memory ledger that signals the records tests wait on.
-type ledger struct {
-	*sideeffects.Memory
-	mu      sync.Mutex
-	waiters []waiter
-}
-
-type waiter struct {
-	match func(sideeffects.Record) bool
-	ch    chan struct{}
-}
-
-func newLedger() *ledger { return &ledger{Memory: sideeffects.NewMemory()} }
-
-func (l *ledger) Record(ctx context.Context, r sideeffects.Record) error {
-	if err := l.Memory.Record(ctx, r); err != nil {
-		return err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	kept := l.waiters[:0]
-	for _, w := range l.waiters {
-		if w.match(r) {
-			close(w.ch)
-			continue
-		}
-		kept = append(kept, w)
-	}
-	l.waiters = kept
-	return nil
-}
-
-// on returns a channel closed by the first later record matching match.
-func (l *ledger) on(match func(sideeffects.Record) bool) <-chan struct{} {
-	ch := make(chan struct{})
-	l.mu.Lock()
-	l.waiters = append(l.waiters, waiter{match, ch})
-	l.mu.Unlock()
-	return ch
-}
-
-// of returns the stored records of kind k.
-func (l *ledger) of(k sideeffects.Kind) []sideeffects.Record {
-	var out []sideeffects.Record
-	for _, r := range l.Records() {
-		if r.Kind == k {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+func newLedger() *sideeffects.Memory { return sideeffects.NewMemory() }
 
 func kindIs(k sideeffects.Kind) func(sideeffects.Record) bool {
 	return func(r sideeffects.Record) bool { return r.Kind == k }

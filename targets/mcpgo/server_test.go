@@ -19,7 +19,7 @@ import (
 	wire "github.com/chaosrun/chaosrun/targets/mcp"
 )
 
-func startServer(t *testing.T, cfg ServerConfig) (*Server, *ledger, string) {
+func startServer(t *testing.T, cfg ServerConfig) (*Server, *sideeffects.Memory, string) {
 	t.Helper()
 	l := newLedger()
 	cfg.Recorder = l
@@ -190,7 +190,7 @@ func TestServerControl(t *testing.T) {
 		assert.Equal(t, tc.status, code, tc.path)
 		assert.Equal(t, tc.value, out[tc.field], tc.path)
 	}
-	closed := l.of(sideeffects.KindSessionClosed)
+	closed := l.Of(sideeffects.KindSessionClosed)
 	require.Len(t, closed, 1, "mcp-go unregisters the session within the DELETE")
 	assert.Equal(t, "expired", closed[0].Reason)
 }
@@ -198,7 +198,7 @@ func TestServerControl(t *testing.T) {
 func TestServerCloseEndsRunningTools(t *testing.T) {
 	s, l, url := startServer(t, ServerConfig{DefaultChargeDuration: time.Hour})
 	r := rawConnect(t, url+"/mcp")
-	started := l.on(kindIs(sideeffects.KindCallStarted))
+	started := l.Next(kindIs(sideeffects.KindCallStarted))
 	go func() {
 		req := r.request(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"charge","arguments":{"order_id":"o","amount_cents":1}}}`)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
@@ -206,14 +206,14 @@ func TestServerCloseEndsRunningTools(t *testing.T) {
 		}
 	}()
 	await(t, started, "the charge to start")
-	finished := l.on(kindIs(sideeffects.KindCallFinished))
+	finished := l.Next(kindIs(sideeffects.KindCallFinished))
 	require.NoError(t, s.Close())
 	await(t, finished, "the charge to end")
 	assert.Zero(t, l.Count(sideeffects.KindCharge))
-	f := l.of(sideeffects.KindCallFinished)[0]
+	f := l.Of(sideeffects.KindCallFinished)[0]
 	assert.True(t, f.IsError)
 	assert.Equal(t, "shutdown", f.Reason)
-	assert.Equal(t, "shutdown", l.of(sideeffects.KindSessionClosed)[0].Reason)
+	assert.Equal(t, "shutdown", l.Of(sideeffects.KindSessionClosed)[0].Reason)
 }
 
 // TestMCPGoServerEvictedLastEventID_CurrentBehaviour resumes a chatty
@@ -333,7 +333,7 @@ func progressOf(ev wire.Event) int64 {
 func TestMCPGoServerExpireDuringCall_CurrentBehaviour(t *testing.T) {
 	_, l, url := startServer(t, ServerConfig{})
 	r := rawConnect(t, url+"/mcp")
-	started := l.on(kindIs(sideeffects.KindCallStarted))
+	started := l.Next(kindIs(sideeffects.KindCallStarted))
 	answered := make(chan string, 1)
 	go func() {
 		req := r.request(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"charge",`+

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -132,6 +133,13 @@ func TestPauseFreezesAndResumeThaws(t *testing.T) {
 func TestWaitIgnoresPlannedExitsAndReportsOwnExit(t *testing.T) {
 	e := newEnv(t, Options{})
 	cl := e.start(agent.Spec{Role: agent.RoleClient, Args: []string{"--exit", "3", "--sleep", "1500ms"}})
+	// A client prints no URL, so Start returns before it has run; crash it
+	// only once it has recorded its start, else the crash may land first.
+	logPath := filepath.Join(e.dir, "client.log")
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(logPath)
+		return bytes.Contains(b, []byte("fake client running"))
+	}, 10*time.Second, 20*time.Millisecond, "the first incarnation starts")
 	require.NoError(t, cl.Restart(context.Background(), false), "a crash the harness caused")
 	assert.Equal(t, 3, waitExit(t, cl))
 

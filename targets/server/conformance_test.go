@@ -2,11 +2,14 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -283,6 +286,102 @@ func TestPrimingAndRetryOnlyOn20251125(t *testing.T) {
 				assert.True(t, strings.HasPrefix(line, "id: "), "the GET stream starts with a priming event, got %q", line)
 			} else {
 				assert.Equal(t, ": keepalive", line, "no priming event before 2025-11-25")
+			}
+		})
+	}
+}
+
+// flushRecorder is a ResponseWriter that keeps what had been written at
+// each flush, to show what a connection cut after that flush leaves a
+// client with.
+type flushRecorder struct {
+	mu      sync.Mutex
+	h       http.Header
+	status  int
+	body    bytes.Buffer
+	flushes []string
+	flushed chan struct{}
+}
+
+func newFlushRecorder() *flushRecorder {
+	return &flushRecorder{h: http.Header{}, flushed: make(chan struct{}, 1)}
+}
+
+func (w *flushRecorder) Header() http.Header { return w.h }
+
+func (w *flushRecorder) WriteHeader(code int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.status = code
+}
+
+func (w *flushRecorder) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.body.Write(b)
+}
+
+func (w *flushRecorder) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flushes = append(w.flushes, w.body.String())
+	select {
+	case w.flushed <- struct{}{}:
+	default:
+	}
+}
+
+func (w *flushRecorder) first() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushes[0]
+}
+
+// TestHeaderGoesOutWithThePrimingEvent: the first flush of an SSE response
+// holds the priming event on 2025-11-25, so no cut can deliver the 200
+// without a cursor; without events to send, the header is still flushed at
+// once, so the client sees its stream open.
+func TestHeaderGoesOutWithThePrimingEvent(t *testing.T) {
+	ts := startServer(t, Config{})
+	for _, tc := range []struct {
+		version, method string
+		primed          bool
+	}{
+		{mcp.Version20251125, http.MethodPost, true},
+		{mcp.Version20251125, http.MethodGet, true},
+		{mcp.Version20250618, http.MethodPost, false},
+		{mcp.Version20250618, http.MethodGet, false},
+	} {
+		t.Run(tc.version+"/"+tc.method, func(t *testing.T) {
+			sid, v := ts.initialize(t, tc.version)
+			body := ""
+			if tc.method == http.MethodPost {
+				body = requestBody(t, 7, mcp.MethodToolsCall, map[string]any{
+					"name": mcp.ToolCharge, "arguments": map[string]any{"order_id": "o-" + tc.version, "amount_cents": 1, "duration_ms": 200},
+				})
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req := httptest.NewRequestWithContext(ctx, tc.method, "/mcp", strings.NewReader(body))
+			req.Header = headers(sid, v)
+			w := newFlushRecorder()
+			served := make(chan struct{})
+			go func() {
+				defer close(served)
+				ts.Handler().ServeHTTP(w, req)
+			}()
+			select {
+			case <-w.flushed:
+			case <-time.After(testTimeout):
+				t.Fatal("the response was never flushed")
+			}
+			cancel()
+			<-served
+			assert.Equal(t, http.StatusOK, w.status)
+			if tc.primed {
+				assert.Regexp(t, `^id: \d+\n`, w.first(), "the first flush carries the priming event")
+			} else {
+				assert.Empty(t, w.first(), "nothing to send yet: the header goes out alone")
 			}
 		})
 	}

@@ -146,11 +146,13 @@ func allowedOrigin(allowed []string, h http.Header) bool {
 	return len(origins) == 1 && slices.Contains(allowed, origins[0])
 }
 
+// writeSSEHeaders writes the header of an SSE response without flushing it:
+// pump flushes it together with the first events, so the status line never
+// reaches a client without the priming event that gives it a cursor.
 func writeSSEHeaders(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", mcp.ContentTypeSSE)
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no") // keep reverse proxies from buffering the stream
 	w.WriteHeader(http.StatusOK)
-	_ = http.NewResponseController(w).Flush()
 }

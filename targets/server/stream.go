@@ -17,7 +17,10 @@ const readBatch = 256
 var closeData = []byte(`{"reason":"terminated"}`)
 
 // pump writes the events of stream st after cursor to an SSE response: what
-// is retained first (a replay), then live events as they are appended. It
+// is retained first (a replay), then live events as they are appended. The
+// first flush sends the response header with whatever events were ready
+// (the priming event of a new stream on 2025-11-25), so a connection cut
+// between the two cannot leave a client with a 200 but no cursor. It
 // returns when the stream is complete (every request answered and written),
 // the client goes away, the session ends (after a close event, when it was
 // terminated), or the server stops. A stream is the durable thing; this
@@ -34,6 +37,7 @@ func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st 
 	if sess.version == mcp.Version20251125 {
 		retry = s.cfg.Retry
 	}
+	flushed := false // the response header (written unflushed) has gone out
 	for {
 		b := sess.log.Read(st, cursor, readBatch)
 		if b.Gap {
@@ -46,11 +50,14 @@ func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st 
 		if err := writeEvents(w, b.Events, retry); err != nil {
 			return
 		}
-		if len(b.Events) > 0 {
-			cursor = b.Events[len(b.Events)-1].ID
+		if len(b.Events) > 0 || !flushed { // the first flush carries the header
+			if len(b.Events) > 0 {
+				cursor = b.Events[len(b.Events)-1].ID
+			}
 			if rc.Flush() != nil {
 				return
 			}
+			flushed = true
 		}
 		if b.Closed {
 			sessionEnded(w, rc, sess)

@@ -53,9 +53,8 @@ func TestGoSDKClientAgainstReferenceServer(t *testing.T) {
 // call on the reference server, whose priming event carries a retry field:
 // the go-sdk client honours it for its reconnect (instead of its own
 // 1–2 s), resumes with Last-Event-ID and receives every event and the
-// result. (The reference server flushes its response headers before the
-// priming event, so a cut right after the headers would find no event id
-// to resume from; the cut waits for a progress event instead.)
+// result. (The cut waits for the second progress event, so the SDK has
+// read event ids from the stream before it breaks.)
 func TestGoSDKClientAgainstReferenceAfterCut_CurrentBehaviour(t *testing.T) {
 	l := newLedger()
 	p := newProxy(t, serveReference(t, l, server.Config{Retry: 20 * time.Millisecond}))

@@ -151,10 +151,9 @@ func TestImageTargetThatDoesNotServeIsReported(t *testing.T) {
 
 	spec = imageServer("chaosrun-gotest:no-such-image")
 	e.fill(&spec)
-	began := time.Now()
 	_, err = e.r.Start(context.Background(), spec)
-	require.ErrorContains(t, err, "server.image chaosrun-gotest:no-such-image: not on the Docker daemon")
-	assert.Less(t, time.Since(began), 5*time.Second, "no pull is attempted")
+	require.ErrorContains(t, err, "server.image chaosrun-gotest:no-such-image: not on the Docker daemon",
+		"the image is looked up on the daemon, never pulled")
 
 	spec = agent.Spec{Role: agent.RoleServer, Serves: true, Port: 8080, Args: []string{"--target", "image"}}
 	e.fill(&spec)

@@ -99,9 +99,9 @@ workload:
     - {tool: charge, args: {amount_cents: 100}, duration: 40s}
     - {tool: charge, args: {amount_cents: 100}, duration: 40s}
 faults:
-  - {kind: restart, at: 20s, params: {role: server, graceful: false}}
-  - {kind: crash, at: 50s, params: {role: server}}
-  - {kind: expire_session, at: 60s}
+  - {kind: expire_session, at: 5s} # before any restart, so the server is up to answer 404
+  - {kind: restart, at: 30s, params: {role: server, graceful: false}}
+  - {kind: crash, at: 60s, params: {role: server}}
 expect:
   verdict: pass
 `

@@ -50,10 +50,10 @@ func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st 
 		if err := writeEvents(w, b.Events, retry); err != nil {
 			return
 		}
+		if n := len(b.Events); n > 0 {
+			cursor = b.Events[n-1].ID
+		}
 		if len(b.Events) > 0 || !flushed { // the first flush carries the header
-			if len(b.Events) > 0 {
-				cursor = b.Events[len(b.Events)-1].ID
-			}
 			if rc.Flush() != nil {
 				return
 			}

@@ -2,14 +2,12 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -291,52 +289,6 @@ func TestPrimingAndRetryOnlyOn20251125(t *testing.T) {
 	}
 }
 
-// flushRecorder is a ResponseWriter that keeps what had been written at
-// each flush, to show what a connection cut after that flush leaves a
-// client with.
-type flushRecorder struct {
-	mu      sync.Mutex
-	h       http.Header
-	status  int
-	body    bytes.Buffer
-	flushes []string
-	flushed chan struct{}
-}
-
-func newFlushRecorder() *flushRecorder {
-	return &flushRecorder{h: http.Header{}, flushed: make(chan struct{}, 1)}
-}
-
-func (w *flushRecorder) Header() http.Header { return w.h }
-
-func (w *flushRecorder) WriteHeader(code int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.status = code
-}
-
-func (w *flushRecorder) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.body.Write(b)
-}
-
-func (w *flushRecorder) Flush() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.flushes = append(w.flushes, w.body.String())
-	select {
-	case w.flushed <- struct{}{}:
-	default:
-	}
-}
-
-func (w *flushRecorder) first() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.flushes[0]
-}
-
 // TestHeaderGoesOutWithThePrimingEvent: the first flush of an SSE response
 // holds the priming event on 2025-11-25, so no cut can deliver the 200
 // without a cursor; without events to send, the header is still flushed at
@@ -364,7 +316,7 @@ func TestHeaderGoesOutWithThePrimingEvent(t *testing.T) {
 			defer cancel()
 			req := httptest.NewRequestWithContext(ctx, tc.method, "/mcp", strings.NewReader(body))
 			req.Header = headers(sid, v)
-			w := newFlushRecorder()
+			w := newSyncWriter()
 			served := make(chan struct{})
 			go func() {
 				defer close(served)
@@ -379,9 +331,9 @@ func TestHeaderGoesOutWithThePrimingEvent(t *testing.T) {
 			<-served
 			assert.Equal(t, http.StatusOK, w.status)
 			if tc.primed {
-				assert.Regexp(t, `^id: \d+\n`, w.first(), "the first flush carries the priming event")
+				assert.Regexp(t, `^id: \d+\n`, w.firstFlush(), "the first flush carries the priming event")
 			} else {
-				assert.Empty(t, w.first(), "nothing to send yet: the header goes out alone")
+				assert.Empty(t, w.firstFlush(), "nothing to send yet: the header goes out alone")
 			}
 		})
 	}

@@ -312,29 +312,57 @@ func TestLiveConnectionBehindRetention(t *testing.T) {
 }
 
 // syncWriter is a ResponseWriter safe to read while a pump writes to it.
+// It keeps the status and what had been written at each flush, to show what
+// a connection cut after that flush leaves a client with.
 type syncWriter struct {
-	mu    sync.Mutex
-	h     http.Header
-	buf   bytes.Buffer
-	wrote chan struct{}
+	mu      sync.Mutex
+	h       http.Header
+	status  int
+	buf     bytes.Buffer
+	flushes []string
+	wrote   chan struct{} // signalled on a write
+	flushed chan struct{} // signalled on a flush
 }
 
 func newSyncWriter() *syncWriter {
-	return &syncWriter{h: http.Header{}, wrote: make(chan struct{}, 1)}
+	return &syncWriter{h: http.Header{}, wrote: make(chan struct{}, 1), flushed: make(chan struct{}, 1)}
 }
 
 func (w *syncWriter) Header() http.Header { return w.h }
-func (w *syncWriter) WriteHeader(int)     {}
-func (w *syncWriter) Flush()              {}
+
+func (w *syncWriter) WriteHeader(code int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.status = code
+}
+
+func (w *syncWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flushes = append(w.flushes, w.buf.String())
+	signal(w.flushed)
+}
 
 func (w *syncWriter) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	signal(w.wrote)
+	return w.buf.Write(b)
+}
+
+// signal notifies c without blocking; one pending notice is enough.
+func signal(c chan struct{}) {
 	select {
-	case w.wrote <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
-	return w.buf.Write(b)
+}
+
+// firstFlush is what the body held at the first flush.
+func (w *syncWriter) firstFlush() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushes[0]
 }
 
 func (w *syncWriter) String() string {

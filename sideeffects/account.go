@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // Accounts is the ledger read against the clients' history: what the system
@@ -522,5 +522,5 @@ func (a *accountant) nonIdempotent(tool, order string) bool {
 	if tool == "" {
 		tool = a.toolOf[order]
 	}
-	return tool == mcp.ToolCharge && !a.keyed[order]
+	return tool == mcpwire.ToolCharge && !a.keyed[order]
 }

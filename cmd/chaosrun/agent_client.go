@@ -12,8 +12,8 @@ import (
 	"github.com/chaosrun/chaosrun/targets/client"
 	"github.com/chaosrun/chaosrun/targets/gosdk"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcp"
 	"github.com/chaosrun/chaosrun/targets/mcpgo"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
 	"github.com/spf13/cobra"
 )
@@ -67,7 +67,7 @@ func newClientAgentCmd() *cobra.Command {
 	fl.StringVar(&f.history, "history", "history.jsonl", "the history file (appended to)")
 	fl.StringVar(&f.opts.Cursor, "cursor", "memory", "cursor store: memory or file")
 	fl.StringVar(&f.opts.CursorDir, "cursor-dir", "cursors", "folder of the file cursors")
-	fl.StringVar(&f.opts.Protocol, "protocol", mcp.LatestVersion, "protocol version to ask for")
+	fl.StringVar(&f.opts.Protocol, "protocol", mcpwire.LatestVersion, "protocol version to ask for")
 	fl.DurationVar(&f.opts.Backoff.Initial, "backoff-initial", time.Second, "first reconnect delay")
 	fl.DurationVar(&f.opts.Backoff.Max, "backoff-max", 30*time.Second, "largest reconnect delay")
 	fl.IntVar(&f.opts.Backoff.Retries, "backoff-retries", 8, "reconnect attempts before giving up")

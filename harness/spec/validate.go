@@ -11,7 +11,7 @@ import (
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/internal/dur"
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"gopkg.in/yaml.v3"
 )
 
@@ -23,7 +23,7 @@ var (
 	EventStores    = []string{"memory", "file"}
 	Cursors        = []string{"memory", "file"}
 	Verdicts       = []string{"pass", "fail", "inconclusive"}
-	Tools          = []string{mcp.ToolCharge, mcp.ToolChatty}
+	Tools          = []string{mcpwire.ToolCharge, mcpwire.ToolChatty}
 	nameRE         = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 	defaultRetries = 8
 )
@@ -51,7 +51,7 @@ func (x *Experiment) applyDefaults() {
 	}
 	def(&x.Client.Target, "resumable")
 	def(&x.Client.Cursor, "memory")
-	def(&x.Client.Protocol, mcp.LatestVersion)
+	def(&x.Client.Protocol, mcpwire.LatestVersion)
 	if x.Client.Backoff.Initial == 0 {
 		x.Client.Backoff.Initial = dur.Duration(time.Second)
 	}
@@ -145,8 +145,8 @@ func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
 	c := x.Client
 	oneOf("client.target", c.Target, ClientTargets)
 	oneOf("client.cursor", c.Cursor, Cursors)
-	if !mcp.SupportedVersion(c.Protocol) {
-		bad("client.protocol", "must be one of %s, got %q", strings.Join(mcp.Versions, ", "), c.Protocol)
+	if !mcpwire.SupportedVersion(c.Protocol) {
+		bad("client.protocol", "must be one of %s, got %q", strings.Join(mcpwire.Versions, ", "), c.Protocol)
 	}
 	if c.Target == "go-sdk" || c.Target == "mcp-go" {
 		for _, knob := range sdkClientOnly {
@@ -186,11 +186,11 @@ func (x *Experiment) validateWorkload(bad badFunc, oneOf oneOfFunc) {
 			}
 		}
 		switch c.Tool {
-		case mcp.ToolCharge:
+		case mcpwire.ToolCharge:
 			if n, ok := asInt(c.Args["amount_cents"]); !ok || n <= 0 {
 				bad(p+".args.amount_cents", "charge needs a positive integer amount_cents")
 			}
-		case mcp.ToolChatty:
+		case mcpwire.ToolChatty:
 			if n, ok := asInt(c.Args["events"]); !ok || n <= 0 || n > 1_000_000 {
 				bad(p+".args.events", "chatty needs an integer events between 1 and 1000000")
 			}
@@ -201,8 +201,8 @@ func (x *Experiment) validateWorkload(bad badFunc, oneOf oneOfFunc) {
 // toolArgs are the arguments each tool takes from a file; a call's duration
 // becomes duration_ms or interval_ms on the wire.
 var toolArgs = map[string][]string{
-	mcp.ToolCharge: {"amount_cents", "idempotency_key", "order_id"},
-	mcp.ToolChatty: {"events", "interval_ms"},
+	mcpwire.ToolCharge: {"amount_cents", "idempotency_key", "order_id"},
+	mcpwire.ToolChatty: {"events", "interval_ms"},
 }
 
 func sortedArgs(args map[string]any) []string {

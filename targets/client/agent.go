@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
@@ -34,7 +34,7 @@ var errStopped = errors.New("server closed the session")
 // when every call has an outcome, when the client must stop (a server close
 // event; Run then returns nil), or when ctx ends (Run returns ctx's error).
 // A zero opts.Backoff means 100ms initial, 5s cap, 8 retries, and an empty
-// opts.Protocol asks for mcp.LatestVersion.
+// opts.Protocol asks for mcpwire.LatestVersion.
 // A call that could not be resolved is recorded as unknown, never silently
 // dropped; the one exception is a resumable client with a file cursor whose
 // ctx ends mid-call: the call stays in flight in the cursor, and the next
@@ -73,7 +73,7 @@ func newAgent(target string, opts workload.Options, c workload.Client) (*agent, 
 		opts.Backoff = defaultBackoff()
 	}
 	if opts.Protocol == "" {
-		opts.Protocol = mcp.LatestVersion
+		opts.Protocol = mcpwire.LatestVersion
 	}
 	log := opts.Logger
 	if log == nil {
@@ -147,8 +147,8 @@ func (a *agent) newStream(call workload.Call, attempt int) (*stream, error) {
 		return nil, fmt.Errorf("client %s: %w", a.client.ID, err)
 	}
 	id := a.takeID()
-	req, err := mcp.NewRequest(id, mcp.MethodToolsCall, mcp.CallParams{
-		Name: call.Tool, Arguments: args, Meta: &mcp.RequestMeta{ProgressToken: id},
+	req, err := mcpwire.NewRequest(id, mcpwire.MethodToolsCall, mcpwire.CallParams{
+		Name: call.Tool, Arguments: args, Meta: &mcpwire.RequestMeta{ProgressToken: id},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("client %s: call %s: %w", a.client.ID, call.ID, err)

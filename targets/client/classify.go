@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"syscall"
 
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // ErrSilent is the transport error of a stream that stayed silent for
@@ -177,7 +177,7 @@ func parseLost(body []byte) (head, reason string) {
 	}
 	for _, id := range []json.RawMessage{b.Resume, b.Head} {
 		if s := string(id); len(id) > 0 && s != "null" && s != "0" && s != `""` {
-			return mcp.IDString(id), b.Error
+			return mcpwire.IDString(id), b.Error
 		}
 	}
 	return "", b.Error

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // maxErrorBody bounds how much of a non-2xx body is kept for classification.
@@ -139,24 +139,24 @@ func (c *conn) do(ctx context.Context, method string, body []byte, lastEventID s
 
 func (c *conn) headers(req *http.Request, method, lastEventID string) {
 	if method == http.MethodPost {
-		req.Header.Set("Content-Type", mcp.ContentTypeJSON)
-		req.Header.Set("Accept", mcp.ContentTypeJSON+", "+mcp.ContentTypeSSE)
+		req.Header.Set("Content-Type", mcpwire.ContentTypeJSON)
+		req.Header.Set("Accept", mcpwire.ContentTypeJSON+", "+mcpwire.ContentTypeSSE)
 	} else {
-		req.Header.Set("Accept", mcp.ContentTypeSSE)
+		req.Header.Set("Accept", mcpwire.ContentTypeSSE)
 	}
 	if c.session != "" {
-		req.Header.Set(mcp.HeaderSessionID, c.session)
+		req.Header.Set(mcpwire.HeaderSessionID, c.session)
 	}
 	if c.protocol != "" {
-		req.Header.Set(mcp.HeaderProtocolVersion, c.protocol)
+		req.Header.Set(mcpwire.HeaderProtocolVersion, c.protocol)
 	}
 	if lastEventID != "" {
-		req.Header.Set(mcp.HeaderLastEventID, lastEventID)
+		req.Header.Set(mcpwire.HeaderLastEventID, lastEventID)
 	}
 }
 
 // post sends one JSON-RPC message.
-func (c *conn) post(ctx context.Context, m mcp.Message) (*exchange, error) {
+func (c *conn) post(ctx context.Context, m mcpwire.Message) (*exchange, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("marshal %s: %w", m.Method, err)
@@ -173,10 +173,10 @@ func (c *conn) resume(ctx context.Context, lastEventID string) (*exchange, error
 // sets the connection's session and negotiated protocol.
 func (c *conn) initialize(ctx context.Context, id int64, client, version string) error {
 	c.drop()
-	req, err := mcp.NewRequest(id, mcp.MethodInitialize, mcp.InitializeParams{
+	req, err := mcpwire.NewRequest(id, mcpwire.MethodInitialize, mcpwire.InitializeParams{
 		ProtocolVersion: version,
 		Capabilities:    json.RawMessage(`{}`),
-		ClientInfo:      mcp.Implementation{Name: client, Version: "chaosrun"},
+		ClientInfo:      mcpwire.Implementation{Name: client, Version: "chaosrun"},
 	})
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
@@ -196,14 +196,14 @@ func (c *conn) initialize(ctx context.Context, id int64, client, version string)
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
-	var ir mcp.InitializeResult
+	var ir mcpwire.InitializeResult
 	if err := json.Unmarshal(res.Result, &ir); err != nil {
 		return fmt.Errorf("initialize: result: %w", err)
 	}
-	if !mcp.SupportedVersion(ir.ProtocolVersion) {
+	if !mcpwire.SupportedVersion(ir.ProtocolVersion) {
 		return fmt.Errorf("initialize: server chose unsupported protocol version %q", ir.ProtocolVersion)
 	}
-	c.session, c.protocol = x.resp.Header.Get(mcp.HeaderSessionID), ir.ProtocolVersion
+	c.session, c.protocol = x.resp.Header.Get(mcpwire.HeaderSessionID), ir.ProtocolVersion
 	if err := c.initialized(ctx); err != nil {
 		c.drop()
 		return err
@@ -213,7 +213,7 @@ func (c *conn) initialize(ctx context.Context, id int64, client, version string)
 }
 
 func (c *conn) initialized(ctx context.Context) error {
-	n, err := mcp.NewNotification(mcp.MethodInitialized, nil)
+	n, err := mcpwire.NewNotification(mcpwire.MethodInitialized, nil)
 	if err != nil {
 		return fmt.Errorf("initialized: %w", err)
 	}
@@ -248,8 +248,8 @@ func okStatus(resp *http.Response) error {
 
 // readResponse reads a JSON or SSE answer up to the response with the given
 // id, skipping everything else.
-func readResponse(ctx context.Context, x *exchange, id json.RawMessage) (mcp.Message, error) {
-	want := mcp.IDString(id)
+func readResponse(ctx context.Context, x *exchange, id json.RawMessage) (mcpwire.Message, error) {
+	want := mcpwire.IDString(id)
 	if isJSON(x.resp) {
 		m, err := readJSON(ctx, x)
 		if err == nil && m.IDString() != want {
@@ -257,41 +257,41 @@ func readResponse(ctx context.Context, x *exchange, id json.RawMessage) (mcp.Mes
 		}
 		return m, err
 	}
-	er := mcp.NewEventReader(x.resp.Body)
+	er := mcpwire.NewEventReader(x.resp.Body)
 	er.OnActivity = x.activity
 	for {
 		ev, err := er.Next()
 		if err != nil {
-			return mcp.Message{}, x.err(ctx, err)
+			return mcpwire.Message{}, x.err(ctx, err)
 		}
 		if len(ev.Data) == 0 {
 			continue
 		}
-		m, err := mcp.ParseMessage(ev.Data)
+		m, err := mcpwire.ParseMessage(ev.Data)
 		if err == nil && m.IsResponse() && m.IDString() == want {
 			return m, nil
 		}
 	}
 }
 
-func readJSON(ctx context.Context, x *exchange) (mcp.Message, error) {
-	b, err := io.ReadAll(io.LimitReader(x.resp.Body, mcp.MaxEventBytes))
+func readJSON(ctx context.Context, x *exchange) (mcpwire.Message, error) {
+	b, err := io.ReadAll(io.LimitReader(x.resp.Body, mcpwire.MaxEventBytes))
 	if err != nil {
-		return mcp.Message{}, x.err(ctx, err)
+		return mcpwire.Message{}, x.err(ctx, err)
 	}
-	m, err := mcp.ParseMessage(b)
+	m, err := mcpwire.ParseMessage(b)
 	if err != nil {
-		return mcp.Message{}, err
+		return mcpwire.Message{}, err
 	}
 	if !m.IsResponse() {
-		return mcp.Message{}, errors.New("JSON answer is not a response")
+		return mcpwire.Message{}, errors.New("JSON answer is not a response")
 	}
 	return m, nil
 }
 
 func isJSON(resp *http.Response) bool {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	return mt == mcp.ContentTypeJSON
+	return mt == mcpwire.ContentTypeJSON
 }
 
 // eventNumber renders an event id as the integer history records carry: the

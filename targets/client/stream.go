@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
@@ -23,7 +23,7 @@ const ErrorInterrupted = "interrupted_by_restart"
 // request and the response stream it opened, resumed across breaks.
 type stream struct {
 	call      workload.Call
-	req       mcp.Message
+	req       mcpwire.Message
 	session   string
 	requestID string
 	attempt   int
@@ -60,9 +60,9 @@ func (a *agent) read(ctx context.Context, s *stream, x *exchange) (out *outcome,
 	}
 	mt, _, _ := mime.ParseMediaType(x.resp.Header.Get("Content-Type"))
 	switch mt {
-	case mcp.ContentTypeJSON:
+	case mcpwire.ContentTypeJSON:
 		return a.readJSONResult(ctx, s, x)
-	case mcp.ContentTypeSSE:
+	case mcpwire.ContentTypeSSE:
 		return a.readEvents(ctx, s, x)
 	}
 	return nil, Close{Err: fmt.Errorf("unexpected content type %q", mt), LastEventID: s.lastID}, false, nil
@@ -82,7 +82,7 @@ func (a *agent) readJSONResult(ctx context.Context, s *stream, x *exchange) (*ou
 }
 
 func (a *agent) readEvents(ctx context.Context, s *stream, x *exchange) (*outcome, Close, bool, error) {
-	er := mcp.NewEventReader(x.resp.Body)
+	er := mcpwire.NewEventReader(x.resp.Body)
 	er.OnActivity = x.activity
 	progressed := false
 	for {
@@ -96,7 +96,7 @@ func (a *agent) readEvents(ctx context.Context, s *stream, x *exchange) (*outcom
 		if ev.Retry > 0 {
 			s.retry = ev.Retry
 		}
-		if ev.Type == mcp.EventClose {
+		if ev.Type == mcpwire.EventClose {
 			return nil, Close{CloseEvent: true, LastEventID: s.lastID}, progressed, nil
 		}
 		out, err := a.handle(s, ev)
@@ -113,10 +113,10 @@ func (a *agent) readEvents(ctx context.Context, s *stream, x *exchange) (*outcom
 // handle takes one event: it moves the cursor (durably first, unless the
 // event is the result, whose cursor move the caller makes together with
 // settling the call) and records what the event carried.
-func (a *agent) handle(s *stream, ev mcp.Event) (*outcome, error) {
-	var msg *mcp.Message
+func (a *agent) handle(s *stream, ev mcpwire.Event) (*outcome, error) {
+	var msg *mcpwire.Message
 	if len(ev.Data) > 0 {
-		m, err := mcp.ParseMessage(ev.Data)
+		m, err := mcpwire.ParseMessage(ev.Data)
 		if err != nil {
 			a.log.Warn("unreadable event", "event_id", ev.ID, "err", err)
 		} else {
@@ -153,11 +153,11 @@ func (a *agent) eventRecord(s *stream, id string, seq int64, detail string) {
 	})
 }
 
-func progressSeq(m *mcp.Message) int64 {
-	if m.Method != mcp.MethodProgress {
+func progressSeq(m *mcpwire.Message) int64 {
+	if m.Method != mcpwire.MethodProgress {
 		return 0
 	}
-	var p mcp.ProgressParams
+	var p mcpwire.ProgressParams
 	if json.Unmarshal(m.Params, &p) != nil {
 		return 0
 	}
@@ -167,11 +167,11 @@ func progressSeq(m *mcp.Message) int64 {
 // resultOf reads a tools/call response: a JSON-RPC error or an isError
 // result fails, a result interrupted by a server restart is unknown, and
 // anything else is ok.
-func resultOf(m mcp.Message, eventID string) *outcome {
+func resultOf(m mcpwire.Message, eventID string) *outcome {
 	if m.Error != nil {
 		return &outcome{kind: history.KindFail, eventID: eventID, reason: m.Error.Error(), read: true}
 	}
-	var r mcp.CallResult
+	var r mcpwire.CallResult
 	if err := json.Unmarshal(m.Result, &r); err != nil {
 		return unknownOutcome(fmt.Sprintf("unreadable result: %v", err))
 	}

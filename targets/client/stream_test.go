@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
@@ -26,9 +26,9 @@ func FuzzReadStream(f *testing.F) {
 		g := newRig("http://127.0.0.1:1/mcp")
 		a, err := newAgent(TargetResumable, g.opts, workload.Client{ID: "c1"})
 		require.NoError(t, err)
-		ct := mcp.ContentTypeJSON
+		ct := mcpwire.ContentTypeJSON
 		if sse {
-			ct = mcp.ContentTypeSSE
+			ct = mcpwire.ContentTypeSSE
 		}
 		x := &exchange{
 			resp:   &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {ct}}, Body: io.NopCloser(bytes.NewReader(body))},

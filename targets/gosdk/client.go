@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	wire "github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkcommon"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
@@ -186,7 +186,7 @@ func maxRetries(n int) int {
 // default, 2026-07-28, has neither).
 func protocol(v string) string {
 	if v == "" {
-		return wire.LatestVersion
+		return mcpwire.LatestVersion
 	}
 	return v
 }

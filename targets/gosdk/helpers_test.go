@@ -19,7 +19,7 @@ import (
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/history"
-	wire "github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
@@ -237,10 +237,10 @@ func (r *raw) resume(lastEventID string) *http.Response {
 }
 
 // sse reads every event of resp's stream until it ends.
-func sse(t *testing.T, resp *http.Response) []wire.Event {
+func sse(t *testing.T, resp *http.Response) []mcpwire.Event {
 	t.Helper()
-	er := wire.NewEventReader(resp.Body)
-	var out []wire.Event
+	er := mcpwire.NewEventReader(resp.Body)
+	var out []mcpwire.Event
 	for {
 		ev, err := er.Next()
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
-	wire "github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkcommon"
 )
 
@@ -81,9 +81,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		DefaultChargeDuration: cfg.DefaultChargeDuration,
 	})}
 	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "chaosrun-" + Target, Version: SDKVersion}, &mcp.ServerOptions{Logger: log})
-	s.sdk.AddTool(&mcp.Tool{Name: wire.ToolCharge, Description: "Charge an order once, after the call's duration.",
+	s.sdk.AddTool(&mcp.Tool{Name: mcpwire.ToolCharge, Description: "Charge an order once, after the call's duration.",
 		InputSchema: sdkcommon.ChargeSchema}, s.charge)
-	s.sdk.AddTool(&mcp.Tool{Name: wire.ToolChatty, Description: "Emit numbered progress notifications.",
+	s.sdk.AddTool(&mcp.Tool{Name: mcpwire.ToolChatty, Description: "Emit numbered progress notifications.",
 		InputSchema: sdkcommon.ChattySchema}, s.chatty)
 	s.sdk.AddReceivingMiddleware(s.watchInitialize)
 

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	wire "github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 func startServer(t *testing.T, cfg ServerConfig) (*Server, *sideeffects.Memory, string) {
@@ -44,7 +44,7 @@ func connectPlain(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.Client
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, opts)
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp"},
-		&mcp.ClientSessionOptions{ProtocolVersion: wire.Version20251125})
+		&mcp.ClientSessionOptions{ProtocolVersion: mcpwire.Version20251125})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
@@ -68,12 +68,12 @@ func TestServerWithPlainGoSDKClient(t *testing.T) {
 		},
 	})
 	ctx := context.Background()
-	chatty := &mcp.CallToolParams{Name: wire.ToolChatty, Arguments: map[string]any{"events": 3, "interval_ms": 1}}
+	chatty := &mcp.CallToolParams{Name: mcpwire.ToolChatty, Arguments: map[string]any{"events": 3, "interval_ms": 1}}
 	chatty.SetProgressToken("tok")
 	res, err := cs.CallTool(ctx, chatty)
 	require.NoError(t, err)
 	require.False(t, res.IsError)
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: wire.ToolCharge,
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpwire.ToolCharge,
 		Arguments: map[string]any{"order_id": "o-1", "amount_cents": 4999, "duration_ms": 5}})
 	require.NoError(t, err)
 	require.False(t, res.IsError, "%v", res.Content)
@@ -96,7 +96,7 @@ func TestServerWithPlainGoSDKClient(t *testing.T) {
 		switch r.Kind {
 		case sideeffects.KindSessionOpened:
 			assert.Equal(t, "alice", r.Client)
-			assert.Equal(t, wire.Version20251125, r.Detail)
+			assert.Equal(t, mcpwire.Version20251125, r.Detail)
 		case sideeffects.KindSessionClosed:
 			assert.Equal(t, "deleted", r.Reason)
 		case sideeffects.KindCharge:
@@ -119,7 +119,7 @@ func TestServerIdempotencyKey(t *testing.T) {
 	_, l, url := startServer(t, ServerConfig{})
 	cs := connectPlain(t, url, nil)
 	for range 2 {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: wire.ToolCharge,
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: mcpwire.ToolCharge,
 			Arguments: map[string]any{"order_id": "o-1", "amount_cents": 10, "idempotency_key": "k"}})
 		require.NoError(t, err)
 		require.False(t, res.IsError)
@@ -135,11 +135,11 @@ func TestServerRejectsBadArguments(t *testing.T) {
 		tool string
 		args map[string]any
 	}{
-		{wire.ToolCharge, map[string]any{"amount_cents": 1}},
-		{wire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 0}},
-		{wire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": -1}},
-		{wire.ToolChatty, map[string]any{"events": -1}},
-		{wire.ToolChatty, map[string]any{"events": "many"}},
+		{mcpwire.ToolCharge, map[string]any{"amount_cents": 1}},
+		{mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 0}},
+		{mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": -1}},
+		{mcpwire.ToolChatty, map[string]any{"events": -1}},
+		{mcpwire.ToolChatty, map[string]any{"events": "many"}},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
@@ -276,7 +276,7 @@ func TestGoSDKServerExpireDuringCall_CurrentBehaviour(t *testing.T) {
 	_, l, url := startServer(t, ServerConfig{})
 	r := rawConnect(t, url+"/mcp")
 	started := l.Next(kindIs(sideeffects.KindCallStarted))
-	charged := make(chan []wire.Event, 1)
+	charged := make(chan []mcpwire.Event, 1)
 	go func() {
 		req := r.request(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"charge",`+
 			`"arguments":{"order_id":"o","amount_cents":1,"duration_ms":200}}}`)

@@ -11,7 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	wire "github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkcommon"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
@@ -48,7 +48,7 @@ func RunClient(ctx context.Context, opts workload.Options, c workload.Client) er
 		return fmt.Errorf("mcp-go client %s: %w", c.ID, err)
 	}
 	sdk.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == wire.MethodProgress {
+		if n.Method == mcpwire.MethodProgress {
 			p, _ := n.Params.AdditionalFields["progress"].(float64)
 			tr.Progress(n.Params.AdditionalFields["progressToken"], p)
 		}
@@ -129,7 +129,7 @@ func (r *runner) initialize(ctx context.Context) error {
 // server/discover first.
 func protocol(v string) string {
 	if v == "" {
-		return wire.LatestVersion
+		return mcpwire.LatestVersion
 	}
 	return v
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/gosdk"
 	"github.com/chaosrun/chaosrun/targets/history"
-	wire "github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkcommon"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
@@ -88,7 +88,7 @@ func TestRunClientAgainstSDKServers(t *testing.T) {
 			assert.Equal(t, []int64{1, 2, 3}, events(recs))
 			session := recs[1].Session
 			require.NotEmpty(t, session)
-			assert.Equal(t, wire.Version20251125, recs[1].Protocol)
+			assert.Equal(t, mcpwire.Version20251125, recs[1].Protocol)
 			assert.Equal(t, Target, recs[0].Target)
 			for _, r := range recs {
 				assert.Equal(t, "client-1", r.Client)
@@ -186,7 +186,7 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.resume(w, r)
 	case http.MethodPost:
 		b, _ := io.ReadAll(r.Body)
-		m, err := wire.ParseMessage(b)
+		m, err := mcpwire.ParseMessage(b)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -195,32 +195,32 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *scripted) post(w http.ResponseWriter, m wire.Message) {
+func (s *scripted) post(w http.ResponseWriter, m mcpwire.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case m.IsNotification():
 		w.WriteHeader(http.StatusAccepted)
-	case m.Method == wire.MethodInitialize:
+	case m.Method == mcpwire.MethodInitialize:
 		s.sessions++
-		w.Header().Set(wire.HeaderSessionID, fmt.Sprintf("s-%d", s.sessions))
-		w.Header().Set("Content-Type", wire.ContentTypeJSON)
+		w.Header().Set(mcpwire.HeaderSessionID, fmt.Sprintf("s-%d", s.sessions))
+		w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},`+
 			`"serverInfo":{"name":"scripted","version":"1"}}}`, m.ID)
 	case s.calls == 0:
 		s.calls++
 		s.lastCall = string(m.ID)
-		w.Header().Set("Content-Type", wire.ContentTypeSSE)
+		w.Header().Set("Content-Type", mcpwire.ContentTypeSSE)
 		fmt.Fprint(w, "retry: 10\nid: 1\ndata: "+
 			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"c1","progress":1}}`+"\n\n")
 	default:
-		w.Header().Set("Content-Type", wire.ContentTypeJSON)
+		w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ok"}]}}`, m.ID)
 	}
 }
 
 func (s *scripted) resume(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(wire.HeaderLastEventID) == "" {
+	if r.Header.Get(mcpwire.HeaderLastEventID) == "" {
 		http.Error(w, "no standalone stream", http.StatusMethodNotAllowed)
 		return
 	}
@@ -231,7 +231,7 @@ func (s *scripted) resume(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	id := s.lastCall
 	s.mu.Unlock()
-	w.Header().Set("Content-Type", wire.ContentTypeSSE)
+	w.Header().Set("Content-Type", mcpwire.ContentTypeSSE)
 	fmt.Fprintf(w, "id: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}\n\n", id)
 }
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
-	wire "github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkcommon"
 )
 
@@ -80,9 +80,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	})}
 	s.sdk = server.NewMCPServer("chaosrun-"+Target, SDKVersion,
 		server.WithHooks(s.hooks()), server.WithToolCapabilities(false))
-	s.sdk.AddTool(mcp.NewToolWithRawSchema(wire.ToolCharge, "Charge an order once, after the call's duration.",
+	s.sdk.AddTool(mcp.NewToolWithRawSchema(mcpwire.ToolCharge, "Charge an order once, after the call's duration.",
 		sdkcommon.ChargeSchema), s.charge)
-	s.sdk.AddTool(mcp.NewToolWithRawSchema(wire.ToolChatty, "Emit numbered progress notifications.",
+	s.sdk.AddTool(mcp.NewToolWithRawSchema(mcpwire.ToolChatty, "Emit numbered progress notifications.",
 		sdkcommon.ChattySchema), s.chatty)
 
 	var store server.EventStore = server.NewInMemoryEventStore()
@@ -151,7 +151,7 @@ func (s *Server) expire(session string) error {
 	if err != nil {
 		return fmt.Errorf("expire %s: %w", session, err)
 	}
-	req.Header.Set(wire.HeaderSessionID, session)
+	req.Header.Set(mcpwire.HeaderSessionID, session)
 	w := &statusWriter{header: http.Header{}}
 	s.http.ServeHTTP(w, req)
 	if w.status != http.StatusOK {
@@ -211,7 +211,7 @@ func (s *Server) chatty(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 		token = req.Params.Meta.ProgressToken
 	}
 	emit := func(seq, total int) error {
-		return s.sdk.SendNotificationToClient(ctx, wire.MethodProgress, map[string]any{
+		return s.sdk.SendNotificationToClient(ctx, mcpwire.MethodProgress, map[string]any{
 			"progressToken": token, "progress": seq, "total": total,
 		})
 	}

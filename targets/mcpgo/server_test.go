@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	wire "github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 func startServer(t *testing.T, cfg ServerConfig) (*Server, *sideeffects.Memory, string) {
@@ -48,7 +48,7 @@ func connectPlain(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.Client
 	c := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, opts)
 	cs, err := c.Connect(context.Background(),
 		&mcp.StreamableClientTransport{Endpoint: url + "/mcp", DisableStandaloneSSE: true},
-		&mcp.ClientSessionOptions{ProtocolVersion: wire.Version20251125})
+		&mcp.ClientSessionOptions{ProtocolVersion: mcpwire.Version20251125})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
@@ -72,12 +72,12 @@ func TestServerWithPlainGoSDKClient(t *testing.T) {
 		},
 	})
 	ctx := context.Background()
-	chatty := &mcp.CallToolParams{Name: wire.ToolChatty, Arguments: map[string]any{"events": 3, "interval_ms": 1}}
+	chatty := &mcp.CallToolParams{Name: mcpwire.ToolChatty, Arguments: map[string]any{"events": 3, "interval_ms": 1}}
 	chatty.SetProgressToken("tok")
 	res, err := cs.CallTool(ctx, chatty)
 	require.NoError(t, err)
 	require.False(t, res.IsError)
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: wire.ToolCharge,
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpwire.ToolCharge,
 		Arguments: map[string]any{"order_id": "o-1", "amount_cents": 4999, "duration_ms": 5}})
 	require.NoError(t, err)
 	require.False(t, res.IsError, "%v", res.Content)
@@ -100,7 +100,7 @@ func TestServerWithPlainGoSDKClient(t *testing.T) {
 		switch r.Kind {
 		case sideeffects.KindSessionOpened:
 			assert.Equal(t, "alice", r.Client)
-			assert.Equal(t, wire.Version20251125, r.Detail)
+			assert.Equal(t, mcpwire.Version20251125, r.Detail)
 		case sideeffects.KindSessionClosed:
 			assert.Equal(t, "deleted", r.Reason)
 		case sideeffects.KindCharge:
@@ -123,7 +123,7 @@ func TestServerIdempotencyKey(t *testing.T) {
 	_, l, url := startServer(t, ServerConfig{})
 	cs := connectPlain(t, url, nil)
 	for range 2 {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: wire.ToolCharge,
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: mcpwire.ToolCharge,
 			Arguments: map[string]any{"order_id": "o-1", "amount_cents": 10, "idempotency_key": "k"}})
 		require.NoError(t, err)
 		require.False(t, res.IsError)
@@ -139,10 +139,10 @@ func TestServerRejectsBadArguments(t *testing.T) {
 		tool string
 		args map[string]any
 	}{
-		{wire.ToolCharge, map[string]any{"amount_cents": 1}},
-		{wire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 0}},
-		{wire.ToolChatty, map[string]any{"events": -1}},
-		{wire.ToolChatty, map[string]any{"events": "many"}},
+		{mcpwire.ToolCharge, map[string]any{"amount_cents": 1}},
+		{mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 0}},
+		{mcpwire.ToolChatty, map[string]any{"events": -1}},
+		{mcpwire.ToolChatty, map[string]any{"events": "many"}},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
@@ -267,7 +267,7 @@ func TestMCPGoServerSessionAnswers_CurrentBehaviour(t *testing.T) {
 	listen := r.request(http.MethodGet, "").WithContext(ctx)
 	got := r.do(listen)
 	assert.Equal(t, http.StatusOK, got.StatusCode)
-	assert.Equal(t, wire.ContentTypeSSE, got.Header.Get("Content-Type"))
+	assert.Equal(t, mcpwire.ContentTypeSSE, got.Header.Get("Content-Type"))
 }
 
 // TestMCPGoServerSplitsProgress_CurrentBehaviour opens the standalone GET
@@ -286,7 +286,7 @@ func TestMCPGoServerSplitsProgress_CurrentBehaviour(t *testing.T) {
 	require.Equal(t, http.StatusOK, listen.StatusCode)
 	onListen := make(chan int64, 100)
 	go func() {
-		er := wire.NewEventReader(listen.Body)
+		er := mcpwire.NewEventReader(listen.Body)
 		for {
 			ev, err := er.Next()
 			if err != nil {
@@ -314,12 +314,12 @@ func TestMCPGoServerSplitsProgress_CurrentBehaviour(t *testing.T) {
 	}
 }
 
-func progressOf(ev wire.Event) int64 {
+func progressOf(ev mcpwire.Event) int64 {
 	var m struct {
-		Method string              `json:"method"`
-		Params wire.ProgressParams `json:"params"`
+		Method string                 `json:"method"`
+		Params mcpwire.ProgressParams `json:"params"`
 	}
-	if json.Unmarshal(ev.Data, &m) != nil || m.Method != wire.MethodProgress {
+	if json.Unmarshal(ev.Data, &m) != nil || m.Method != mcpwire.MethodProgress {
 		return 0
 	}
 	return int64(m.Params.Progress)

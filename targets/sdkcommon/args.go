@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // Bounds on tool arguments, so that a tool loop always ends.
@@ -34,8 +34,8 @@ var (
 )
 
 // ParseCharge decodes and checks the arguments of the charge tool.
-func ParseCharge(raw json.RawMessage) (mcp.ChargeArgs, error) {
-	var a mcp.ChargeArgs
+func ParseCharge(raw json.RawMessage) (mcpwire.ChargeArgs, error) {
+	var a mcpwire.ChargeArgs
 	if err := decodeArgs(raw, &a); err != nil {
 		return a, err
 	}
@@ -51,8 +51,8 @@ func ParseCharge(raw json.RawMessage) (mcp.ChargeArgs, error) {
 }
 
 // ParseChatty decodes and checks the arguments of the chatty tool.
-func ParseChatty(raw json.RawMessage) (mcp.ChattyArgs, error) {
-	var a mcp.ChattyArgs
+func ParseChatty(raw json.RawMessage) (mcpwire.ChattyArgs, error) {
+	var a mcpwire.ChattyArgs
 	if err := decodeArgs(raw, &a); err != nil {
 		return a, err
 	}

@@ -7,7 +7,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // RequestIDHeader carries the JSON-RPC id of a tools/call from [Front] to
@@ -31,7 +31,7 @@ func Front(next http.Handler, tools *Tools) http.Handler {
 				r.Header.Set(RequestIDHeader, id)
 			}
 		case http.MethodDelete:
-			if sid := r.Header.Get(mcp.HeaderSessionID); tools.HasSession(sid) {
+			if sid := r.Header.Get(mcpwire.HeaderSessionID); tools.HasSession(sid) {
 				tools.NoteClosing(sid, "deleted")
 			}
 		}
@@ -54,10 +54,10 @@ func peekCallID(r *http.Request) string {
 }
 
 // CallID returns the JSON-RPC id of body when it is a single tools/call
-// request, rendered as [mcp.IDString] does, and "" otherwise.
+// request, rendered as [mcpwire.IDString] does, and "" otherwise.
 func CallID(body []byte) string {
-	m, err := mcp.ParseMessage(body)
-	if err != nil || !m.IsRequest() || m.Method != mcp.MethodToolsCall {
+	m, err := mcpwire.ParseMessage(body)
+	if err != nil || !m.IsRequest() || m.Method != mcpwire.MethodToolsCall {
 		return ""
 	}
 	return m.IDString()
@@ -158,7 +158,7 @@ func action(tools *Tools, do func(string) error, unsupported string) http.Handle
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", mcp.ContentTypeJSON)
+	w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }

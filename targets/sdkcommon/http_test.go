@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 func TestFrontLabelsToolsCalls(t *testing.T) {
@@ -68,7 +68,7 @@ func TestFrontNotesDeletes(t *testing.T) {
 	h := Front(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), tools)
 	for _, sid := range []string{"s1", "unknown"} {
 		r := httptest.NewRequest(http.MethodDelete, "/mcp", nil)
-		r.Header.Set(mcp.HeaderSessionID, sid)
+		r.Header.Set(mcpwire.HeaderSessionID, sid)
 		h.ServeHTTP(httptest.NewRecorder(), r)
 	}
 	tools.SessionClosed("s1", "expired")
@@ -116,7 +116,7 @@ func TestMountControl(t *testing.T) {
 			rec := httptest.NewRecorder()
 			mux.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
 			assert.Equal(t, tc.status, rec.Code)
-			assert.Equal(t, mcp.ContentTypeJSON, rec.Header().Get("Content-Type"))
+			assert.Equal(t, mcpwire.ContentTypeJSON, rec.Header().Get("Content-Type"))
 			var got map[string]any
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 			assert.Equal(t, tc.want, got)
@@ -134,9 +134,9 @@ func FuzzCallID(f *testing.F) {
 		if id == "" {
 			return
 		}
-		m, err := mcp.ParseMessage(body)
+		m, err := mcpwire.ParseMessage(body)
 		require.NoError(t, err)
-		require.Equal(t, mcp.MethodToolsCall, m.Method)
+		require.Equal(t, mcpwire.MethodToolsCall, m.Method)
 		require.True(t, m.IsRequest())
 	})
 }

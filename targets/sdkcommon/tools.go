@@ -13,7 +13,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // recordTimeout bounds one ledger write, so that a stalled ledger service
@@ -251,7 +251,7 @@ func (t *Tools) Charge(ctx context.Context, req Request, raw json.RawMessage) Re
 	}
 	t.inflight.Add(1)
 	defer t.inflight.Add(-1)
-	if err := t.start(req, mcp.ToolCharge, args.OrderID); err != nil {
+	if err := t.start(req, mcpwire.ToolCharge, args.OrderID); err != nil {
 		return errorResult(err)
 	}
 	d := t.charge
@@ -260,17 +260,17 @@ func (t *Tools) Charge(ctx context.Context, req Request, raw json.RawMessage) Re
 	}
 	if !t.wait(d) {
 		res := errorResult(fmt.Errorf("charge %s: server shutting down", args.OrderID))
-		return t.finish(ctx, req, mcp.ToolCharge, args.OrderID, res, "shutdown")
+		return t.finish(ctx, req, mcpwire.ToolCharge, args.OrderID, res, "shutdown")
 	}
 	res, err := t.book(req, args)
 	if err != nil {
-		return t.finish(ctx, req, mcp.ToolCharge, args.OrderID, errorResult(err), "ledger")
+		return t.finish(ctx, req, mcpwire.ToolCharge, args.OrderID, errorResult(err), "ledger")
 	}
-	return t.finish(ctx, req, mcp.ToolCharge, args.OrderID, res, "")
+	return t.finish(ctx, req, mcpwire.ToolCharge, args.OrderID, res, "")
 }
 
 // book records the charge itself, at most once per idempotency key.
-func (t *Tools) book(req Request, args mcp.ChargeArgs) (Result, error) {
+func (t *Tools) book(req Request, args mcpwire.ChargeArgs) (Result, error) {
 	key := args.IdempotencyKey
 	t.mu.Lock()
 	dup := key != "" && t.charged[key]
@@ -318,19 +318,19 @@ func (t *Tools) Chatty(ctx context.Context, req Request, raw json.RawMessage, em
 	}
 	t.inflight.Add(1)
 	defer t.inflight.Add(-1)
-	if err := t.start(req, mcp.ToolChatty, ""); err != nil {
+	if err := t.start(req, mcpwire.ToolChatty, ""); err != nil {
 		return errorResult(err)
 	}
 	interval := time.Duration(args.IntervalMS) * time.Millisecond
 	for seq := 1; seq <= args.Events; seq++ {
 		if !t.wait(interval) {
 			res := errorResult(fmt.Errorf("chatty: server shutting down after %d events", seq-1))
-			return t.finish(ctx, req, mcp.ToolChatty, "", res, "shutdown")
+			return t.finish(ctx, req, mcpwire.ToolChatty, "", res, "shutdown")
 		}
 		if err := t.record(sideeffects.Record{
 			Kind: sideeffects.KindEventEmitted, Session: req.Session, RequestID: req.RequestID, Seq: int64(seq),
 		}); err != nil {
-			return t.finish(ctx, req, mcp.ToolChatty, "", errorResult(err), "ledger")
+			return t.finish(ctx, req, mcpwire.ToolChatty, "", errorResult(err), "ledger")
 		}
 		if err := emit(seq, args.Events); err != nil {
 			t.log.Warn("progress notification refused", "session", req.Session, "seq", seq, "err", err)
@@ -340,5 +340,5 @@ func (t *Tools) Chatty(ctx context.Context, req Request, raw json.RawMessage, em
 		Text:       fmt.Sprintf("emitted %d events", args.Events),
 		Structured: map[string]any{"events": args.Events},
 	}
-	return t.finish(ctx, req, mcp.ToolChatty, "", res, "")
+	return t.finish(ctx, req, mcpwire.ToolChatty, "", res, "")
 }

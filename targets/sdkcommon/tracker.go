@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
@@ -132,7 +132,7 @@ func (t *Tracker) Progress(token any, progress float64) {
 
 // noteWire remembers the event id of a progress notification seen on the
 // wire, and counts it toward its call.
-func (t *Tracker) noteWire(p mcp.ProgressParams, eventID int64) {
+func (t *Tracker) noteWire(p mcpwire.ProgressParams, eventID int64) {
 	key := tokenKey(p.ProgressToken)
 	t.mu.Lock()
 	t.wire[wireKey{key, int64(p.Progress)}] = eventID

@@ -15,7 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // A benchmark target is a server under comparison, started fresh.
@@ -50,8 +50,8 @@ func startGoSDK(b *testing.B) (string, func()) {
 	type emitted struct {
 		Emitted int `json:"emitted"`
 	}
-	sdk.AddTool(server, &sdk.Tool{Name: mcp.ToolChatty, Description: "emits numbered progress notifications"},
-		func(ctx context.Context, req *sdk.CallToolRequest, args mcp.ChattyArgs) (*sdk.CallToolResult, emitted, error) {
+	sdk.AddTool(server, &sdk.Tool{Name: mcpwire.ToolChatty, Description: "emits numbered progress notifications"},
+		func(ctx context.Context, req *sdk.CallToolRequest, args mcpwire.ChattyArgs) (*sdk.CallToolResult, emitted, error) {
 			token := req.Params.GetProgressToken()
 			for i := 1; i <= args.Events; i++ {
 				if !sleep(ctx, time.Duration(args.IntervalMS)*time.Millisecond) {
@@ -83,7 +83,7 @@ func rawPost(b *testing.B, url, sid, body string) *http.Response {
 	require.NoError(b, err)
 	req.Header = headers(sid, "")
 	if sid != "" {
-		req.Header.Set(mcp.HeaderProtocolVersion, mcp.Version20251125)
+		req.Header.Set(mcpwire.HeaderProtocolVersion, mcpwire.Version20251125)
 	}
 	resp, err := client.Do(req)
 	require.NoError(b, err)
@@ -91,11 +91,11 @@ func rawPost(b *testing.B, url, sid, body string) *http.Response {
 }
 
 func rawInitialize(b *testing.B, url string) rawSession {
-	resp := rawPost(b, url, "", initBody(b, mcp.Version20251125, "bench"))
+	resp := rawPost(b, url, "", initBody(b, mcpwire.Version20251125, "bench"))
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	require.Equal(b, http.StatusOK, resp.StatusCode)
-	s := rawSession{url: url, sid: resp.Header.Get(mcp.HeaderSessionID)}
+	s := rawSession{url: url, sid: resp.Header.Get(mcpwire.HeaderSessionID)}
 	ack := rawPost(b, url, s.sid, initialized)
 	ack.Body.Close()
 	require.Equal(b, http.StatusAccepted, ack.StatusCode)
@@ -105,7 +105,7 @@ func rawInitialize(b *testing.B, url string) rawSession {
 func (s rawSession) delete(b *testing.B) {
 	req, err := http.NewRequest(http.MethodDelete, s.url, nil)
 	require.NoError(b, err)
-	req.Header = headers(s.sid, mcp.Version20251125)
+	req.Header = headers(s.sid, mcpwire.Version20251125)
 	resp, err := client.Do(req)
 	require.NoError(b, err)
 	resp.Body.Close()
@@ -113,11 +113,11 @@ func (s rawSession) delete(b *testing.B) {
 
 // chatty makes one chatty call and returns how many progress events arrived.
 func (s rawSession) chatty(b *testing.B, id, events int) int {
-	resp := rawPost(b, s.url, s.sid, requestBody(b, id, mcp.MethodToolsCall, map[string]any{"name": mcp.ToolChatty,
+	resp := rawPost(b, s.url, s.sid, requestBody(b, id, mcpwire.MethodToolsCall, map[string]any{"name": mcpwire.ToolChatty,
 		"arguments": map[string]any{"events": events}, "_meta": map[string]any{"progressToken": id}}))
 	defer resp.Body.Close()
 	require.Equal(b, http.StatusOK, resp.StatusCode)
-	r := mcp.NewEventReader(resp.Body)
+	r := mcpwire.NewEventReader(resp.Body)
 	n := 0
 	for {
 		ev, err := r.Next()
@@ -125,7 +125,7 @@ func (s rawSession) chatty(b *testing.B, id, events int) int {
 			break
 		}
 		require.NoError(b, err)
-		if strings.Contains(string(ev.Data), mcp.MethodProgress) {
+		if strings.Contains(string(ev.Data), mcpwire.MethodProgress) {
 			n++
 		}
 		if strings.Contains(string(ev.Data), `"result"`) {

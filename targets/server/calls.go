@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
 )
 
@@ -15,31 +15,31 @@ import (
 // tool runs on its own goroutine.
 func (s *Server) start(c *call) {
 	switch c.method {
-	case mcp.MethodInitialize:
-		s.answer(c, mcp.InitializeResult{
+	case mcpwire.MethodInitialize:
+		s.answer(c, mcpwire.InitializeResult{
 			ProtocolVersion: c.sess.version,
 			Capabilities:    json.RawMessage(`{"tools":{}}`),
 			ServerInfo:      serverInfo,
 		})
-	case mcp.MethodPing:
+	case mcpwire.MethodPing:
 		s.answer(c, struct{}{})
-	case mcp.MethodToolsList:
+	case mcpwire.MethodToolsList:
 		s.answer(c, toolList)
-	case mcp.MethodToolsCall:
+	case mcpwire.MethodToolsCall:
 		if c.tool == "" {
-			s.respond(c, mcp.NewError(c.id, mcp.CodeInvalidParams, "unknown tool or malformed tools/call params"), false)
+			s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeInvalidParams, "unknown tool or malformed tools/call params"), false)
 			return
 		}
 		s.launch(c)
 	default:
-		s.respond(c, mcp.NewError(c.id, mcp.CodeMethodNotFound, "method not found: "+c.method), false)
+		s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeMethodNotFound, "method not found: "+c.method), false)
 	}
 }
 
 func (s *Server) answer(c *call, result any) {
-	msg, err := mcp.NewResult(c.id, result)
+	msg, err := mcpwire.NewResult(c.id, result)
 	if err != nil {
-		msg = mcp.NewError(c.id, mcp.CodeInternalError, err.Error())
+		msg = mcpwire.NewError(c.id, mcpwire.CodeInternalError, err.Error())
 	}
 	s.respond(c, msg, false)
 }
@@ -63,7 +63,7 @@ func (s *Server) run(ctx context.Context, c *call) {
 	s.record(sideeffects.Record{Kind: sideeffects.KindCallStarted, Tool: c.tool, OrderID: c.orderID,
 		Session: c.sess.id, Client: c.sess.client, RequestID: c.key})
 	var out outcome
-	if c.tool == mcp.ToolCharge {
+	if c.tool == mcpwire.ToolCharge {
 		out = s.charge(ctx, c)
 	} else {
 		out = s.chatty(ctx, c)
@@ -98,7 +98,7 @@ func (s *Server) finished(c *call, isError bool, reason string) {
 // recorded in the ledger as written (before it is written, so no client can
 // see a result the ledger lacks) or as dropped. It reports whether the
 // response went anywhere.
-func (s *Server) respond(c *call, msg mcp.Message, isError bool) bool {
+func (s *Server) respond(c *call, msg mcpwire.Message, isError bool) bool {
 	defer c.sess.retire(c.key)
 	data, err := json.Marshal(msg)
 	if err != nil {

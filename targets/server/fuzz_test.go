@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // absent, as a fuzzed header value, leaves the header out; sidToken
@@ -36,7 +36,7 @@ func fuzzRequest(t *testing.T, ts *tserver, method string, h http.Header, body s
 		return 0, nil, false // a header value net/http refuses to send
 	}
 	defer resp.Body.Close()
-	if resp.Header.Get("Content-Type") == mcp.ContentTypeSSE {
+	if resp.Header.Get("Content-Type") == mcpwire.ContentTypeSSE {
 		return resp.StatusCode, nil, true
 	}
 	b, err := io.ReadAll(resp.Body)
@@ -61,11 +61,11 @@ func setHeader(h http.Header, key, v string) {
 // id 1, and checks each answer against the documented order of checks.
 func FuzzHeaders(f *testing.F) {
 	ts := startServer(f, Config{Recorder: discard{}})
-	sid, version := ts.initialize(f, mcp.Version20250618)
+	sid, version := ts.initialize(f, mcpwire.Version20250618)
 	sess := ts.lookup(sid)
 	for _, seed := range [][3]string{
 		{"1", sidToken, version}, {"1", sidToken, absent}, {absent, sidToken, absent}, {"2", sidToken, version},
-		{"0", sidToken, version}, {"01", sidToken, version}, {"abc", sidToken, version}, {"1", sidToken, mcp.Version20251125},
+		{"0", sidToken, version}, {"01", sidToken, version}, {"abc", sidToken, version}, {"1", sidToken, mcpwire.Version20251125},
 		{"1", sidToken, "2024-11-05"}, {"1", "", version}, {"1", absent, version}, {"1", "deadbeef", version},
 		{"99999999999999999999", sidToken, version}, {" 1 ", sidToken, " " + version}, {"", sidToken, ""},
 	} {
@@ -79,7 +79,7 @@ func FuzzHeaders(f *testing.F) {
 		pv, id, lei := trim(protocolVersion), trim(sessionID), trim(lastEventID)
 		want := func(withLastEventID bool) int {
 			switch {
-			case protocolVersion != absent && !mcp.SupportedVersion(pv):
+			case protocolVersion != absent && !mcpwire.SupportedVersion(pv):
 				return http.StatusBadRequest
 			case sessionID == absent || id == "":
 				return http.StatusBadRequest
@@ -95,10 +95,10 @@ func FuzzHeaders(f *testing.F) {
 			return http.StatusOK
 		}
 
-		h := http.Header{"Accept": {mcp.ContentTypeSSE}}
-		setHeader(h, mcp.HeaderSessionID, sessionID)
-		setHeader(h, mcp.HeaderProtocolVersion, protocolVersion)
-		setHeader(h, mcp.HeaderLastEventID, lastEventID)
+		h := http.Header{"Accept": {mcpwire.ContentTypeSSE}}
+		setHeader(h, mcpwire.HeaderSessionID, sessionID)
+		setHeader(h, mcpwire.HeaderProtocolVersion, protocolVersion)
+		setHeader(h, mcpwire.HeaderLastEventID, lastEventID)
 		status, _, ok := fuzzRequest(t, ts, http.MethodGet, h, "")
 		if !ok {
 			return
@@ -107,9 +107,9 @@ func FuzzHeaders(f *testing.F) {
 		waitDetached(t, sess)
 
 		h = headers("", "")
-		h.Set("Accept", mcp.ContentTypeJSON) // a JSON answer issues no event id: the session keeps only id 1
-		setHeader(h, mcp.HeaderSessionID, sessionID)
-		setHeader(h, mcp.HeaderProtocolVersion, protocolVersion)
+		h.Set("Accept", mcpwire.ContentTypeJSON) // a JSON answer issues no event id: the session keeps only id 1
+		setHeader(h, mcpwire.HeaderSessionID, sessionID)
+		setHeader(h, mcpwire.HeaderProtocolVersion, protocolVersion)
 		status, _, _ = fuzzRequest(t, ts, http.MethodPost, h, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 		assert.Equal(t, want(false), status, "POST")
 		waitDetached(t, sess)
@@ -140,7 +140,7 @@ func FuzzPOSTBody(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte, v uint8) {
-		sid, version := ts.initialize(t, mcp.Versions[int(v)%len(mcp.Versions)])
+		sid, version := ts.initialize(t, mcpwire.Versions[int(v)%len(mcpwire.Versions)])
 		defer fuzzRequest(t, ts, http.MethodDelete, headers(sid, version), "")
 		status, got, ok := fuzzRequest(t, ts, http.MethodPost, headers(sid, version), string(body))
 		require.True(t, ok)
@@ -148,7 +148,7 @@ func FuzzPOSTBody(f *testing.F) {
 		require.Equal(t, wantStatus, status, "body %q on %s", body, version)
 		switch {
 		case wantRPC != 0:
-			var m mcp.Message
+			var m mcpwire.Message
 			require.NoError(t, json.Unmarshal(got, &m), "a JSON-RPC error body: %s", got)
 			require.NotNil(t, m.Error)
 			assert.Equal(t, wantRPC, m.Error.Code)
@@ -162,17 +162,17 @@ func FuzzPOSTBody(f *testing.F) {
 
 // expectPOST is the model: the answer to body on a session of version.
 func expectPOST(body []byte, version string) (status, rpcCode int, errCode string) {
-	msgs, batch, err := mcp.ParseBody(body)
+	msgs, batch, err := mcpwire.ParseBody(body)
 	if err != nil {
 		if json.Valid(body) {
-			return http.StatusBadRequest, mcp.CodeInvalidRequest, ""
+			return http.StatusBadRequest, mcpwire.CodeInvalidRequest, ""
 		}
-		return http.StatusBadRequest, mcp.CodeParseError, ""
+		return http.StatusBadRequest, mcpwire.CodeParseError, ""
 	}
 	var keys []string
 	for i := range msgs {
 		m := &msgs[i]
-		if m.IsRequest() && m.Method == mcp.MethodInitialize {
+		if m.IsRequest() && m.Method == mcpwire.MethodInitialize {
 			if batch || len(msgs) > 1 {
 				return http.StatusBadRequest, 0, errInitializeBatch
 			}
@@ -182,7 +182,7 @@ func expectPOST(body []byte, version string) (status, rpcCode int, errCode strin
 			keys = append(keys, m.IDString())
 		}
 	}
-	if batch && version != mcp.Version20250326 {
+	if batch && version != mcpwire.Version20250326 {
 		return http.StatusBadRequest, 0, errBatchNotSupported
 	}
 	if len(keys) == 0 {
@@ -191,7 +191,7 @@ func expectPOST(body []byte, version string) (status, rpcCode int, errCode strin
 	seen := map[string]bool{}
 	for _, k := range keys {
 		if seen[k] {
-			return http.StatusBadRequest, mcp.CodeInvalidRequest, ""
+			return http.StatusBadRequest, mcpwire.CodeInvalidRequest, ""
 		}
 		seen[k] = true
 	}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // maxBodyBytes bounds a POST body; larger bodies get 413.
@@ -60,7 +60,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":"internal"}`)
 	}
-	w.Header().Set("Content-Type", mcp.ContentTypeJSON)
+	w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
@@ -72,7 +72,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 // writeRPCError answers with a JSON-RPC error object as the body, as the
 // specification asks for messages the server cannot accept.
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
-	writeJSON(w, status, mcp.NewError(id, code, msg))
+	writeJSON(w, status, mcpwire.NewError(id, code, msg))
 }
 
 // accepts reports which of application/json and text/event-stream the
@@ -92,9 +92,9 @@ func accepts(values []string) (jsonOK, sseOK bool) {
 				continue
 			}
 			switch media {
-			case mcp.ContentTypeJSON, "application/*":
+			case mcpwire.ContentTypeJSON, "application/*":
 				jsonOK = true
-			case mcp.ContentTypeSSE, "text/*":
+			case mcpwire.ContentTypeSSE, "text/*":
 				sseOK = true
 			case "*/*":
 				jsonOK, sseOK = true, true
@@ -106,17 +106,17 @@ func accepts(values []string) (jsonOK, sseOK bool) {
 
 func isJSONContent(contentType string) bool {
 	media, _, err := mime.ParseMediaType(contentType)
-	return err == nil && media == mcp.ContentTypeJSON
+	return err == nil && media == mcpwire.ContentTypeJSON
 }
 
 // headerVersion returns the MCP-Protocol-Version header. ok is false when
 // the header is present but is not exactly one supported version.
 func headerVersion(h http.Header) (v string, ok bool) {
-	vals := h.Values(mcp.HeaderProtocolVersion)
+	vals := h.Values(mcpwire.HeaderProtocolVersion)
 	switch {
 	case len(vals) == 0:
 		return "", true
-	case len(vals) == 1 && mcp.SupportedVersion(vals[0]):
+	case len(vals) == 1 && mcpwire.SupportedVersion(vals[0]):
 		return vals[0], true
 	}
 	return "", false
@@ -151,7 +151,7 @@ func allowedOrigin(allowed []string, h http.Header) bool {
 // reaches a client without the priming event that gives it a cursor.
 func writeSSEHeaders(w http.ResponseWriter) {
 	h := w.Header()
-	h.Set("Content-Type", mcp.ContentTypeSSE)
+	h.Set("Content-Type", mcpwire.ContentTypeSSE)
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no") // keep reverse proxies from buffering the stream
 	w.WriteHeader(http.StatusOK)

@@ -6,7 +6,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
 )
 
@@ -65,7 +65,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) *session {
 		writeError(w, http.StatusBadRequest, errBadProtocolVersion, "MCP-Protocol-Version must be one of "+versionList())
 		return nil
 	}
-	ids := r.Header.Values(mcp.HeaderSessionID)
+	ids := r.Header.Values(mcpwire.HeaderSessionID)
 	if len(ids) != 1 || ids[0] == "" {
 		writeError(w, http.StatusBadRequest, errMissingSession, "Mcp-Session-Id is required")
 		return nil
@@ -86,7 +86,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) *session {
 }
 
 func versionList() string {
-	b, _ := json.Marshal(mcp.Versions)
+	b, _ := json.Marshal(mcpwire.Versions)
 	return string(b)
 }
 
@@ -117,7 +117,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.leave(sess)
-	if batch && sess.version != mcp.Version20250326 {
+	if batch && sess.version != mcpwire.Version20250326 {
 		writeError(w, http.StatusBadRequest, errBatchNotSupported, "JSON-RPC batches are only allowed on 2025-03-26 sessions")
 		return
 	}
@@ -125,7 +125,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 }
 
 // readMessages reads and parses a POST body, answering 413 or 400 itself.
-func readMessages(w http.ResponseWriter, r *http.Request) ([]mcp.Message, bool, bool) {
+func readMessages(w http.ResponseWriter, r *http.Request) ([]mcpwire.Message, bool, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -136,21 +136,21 @@ func readMessages(w http.ResponseWriter, r *http.Request) ([]mcp.Message, bool, 
 		}
 		return nil, false, false
 	}
-	msgs, batch, err := mcp.ParseBody(body)
+	msgs, batch, err := mcpwire.ParseBody(body)
 	if err != nil {
 		if json.Valid(body) {
-			writeRPCError(w, http.StatusBadRequest, nil, mcp.CodeInvalidRequest, err.Error())
+			writeRPCError(w, http.StatusBadRequest, nil, mcpwire.CodeInvalidRequest, err.Error())
 		} else {
-			writeRPCError(w, http.StatusBadRequest, nil, mcp.CodeParseError, "parse error: "+err.Error())
+			writeRPCError(w, http.StatusBadRequest, nil, mcpwire.CodeParseError, "parse error: "+err.Error())
 		}
 		return nil, false, false
 	}
 	return msgs, batch, true
 }
 
-func findInitialize(msgs []mcp.Message) *mcp.Message {
+func findInitialize(msgs []mcpwire.Message) *mcpwire.Message {
 	for i := range msgs {
-		if msgs[i].IsRequest() && msgs[i].Method == mcp.MethodInitialize {
+		if msgs[i].IsRequest() && msgs[i].Method == mcpwire.MethodInitialize {
 			return &msgs[i]
 		}
 	}

@@ -1,7 +1,7 @@
 package server
 
 import (
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // reasonInterrupted marks a call a restart cut short: its outcome is
@@ -35,7 +35,7 @@ func (s *Server) recoverRestart() {
 		}
 		s.log.Info("resolving a call interrupted by the restart", "session", sess.id, "request", c.key, "tool", c.tool)
 		if !c.ran {
-			s.respond(c, mcp.NewError(c.id, mcp.CodeInternalError, reasonInterrupted), false)
+			s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeInternalError, reasonInterrupted), false)
 			continue
 		}
 		out := outcome{structured: map[string]string{"error": reasonInterrupted}, isError: true}

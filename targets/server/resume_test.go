@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
 )
 
@@ -26,10 +26,10 @@ import (
 type received struct {
 	ids       []int64
 	seqs      []int64
-	responses []mcp.Message
+	responses []mcpwire.Message
 }
 
-func sortEvents(t *testing.T, evs []mcp.Event) received {
+func sortEvents(t *testing.T, evs []mcpwire.Event) received {
 	t.Helper()
 	var r received
 	for _, ev := range evs {
@@ -41,8 +41,8 @@ func sortEvents(t *testing.T, evs []mcp.Event) received {
 		switch {
 		case m.IsResponse():
 			r.responses = append(r.responses, m)
-		case m.Method == mcp.MethodProgress:
-			var p mcp.ProgressParams
+		case m.Method == mcpwire.MethodProgress:
+			var p mcpwire.ProgressParams
 			require.NoError(t, json.Unmarshal(m.Params, &p))
 			r.seqs = append(r.seqs, int64(p.Progress))
 		}
@@ -61,8 +61,8 @@ func TestResumeAfterCutMidCharge(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := startServer(t, Config{})
-			sid, v := ts.initialize(t, mcp.Version20251125)
-			s := ts.call(t, sid, v, 2, mcp.ToolCharge, map[string]any{"order_id": "o-1", "amount_cents": 4999, "duration_ms": 300})
+			sid, v := ts.initialize(t, mcpwire.Version20251125)
+			s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o-1", "amount_cents": 4999, "duration_ms": 300})
 			prime := s.next(t)
 			require.Empty(t, prime.Data, "the priming event gives the client a cursor")
 			s.cut()
@@ -94,15 +94,15 @@ func TestResumeAfterCutMidCharge(t *testing.T) {
 
 func TestResumeChattyEveryVersion(t *testing.T) {
 	ts := startServer(t, Config{})
-	for _, version := range mcp.Versions {
+	for _, version := range mcpwire.Versions {
 		t.Run(version, func(t *testing.T) {
 			sid, v := ts.initialize(t, version)
-			s := ts.call(t, sid, v, 2, mcp.ToolChatty, map[string]any{"events": 8, "interval_ms": 5})
+			s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 8, "interval_ms": 5})
 			ev := s.next(t)
 			if len(ev.Data) == 0 {
 				ev = s.next(t) // skip the priming event
 			}
-			first := sortEvents(t, []mcp.Event{ev})
+			first := sortEvents(t, []mcpwire.Event{ev})
 			require.Equal(t, []int64{1}, first.seqs)
 			s.cut()
 
@@ -117,9 +117,9 @@ func TestResumeChattyEveryVersion(t *testing.T) {
 
 func TestResumeReplaysOnlyItsStream(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcp.Version20251125)
-	a := ts.call(t, sid, v, 2, mcp.ToolChatty, map[string]any{"events": 10, "interval_ms": 2})
-	b := ts.call(t, sid, v, 3, mcp.ToolChatty, map[string]any{"events": 10, "interval_ms": 2})
+	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	a := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 10, "interval_ms": 2})
+	b := ts.call(t, sid, v, 3, mcpwire.ToolChatty, map[string]any{"events": 10, "interval_ms": 2})
 	prime := a.next(t)
 	a.cut()
 	bGot := sortEvents(t, b.rest(t))
@@ -155,8 +155,8 @@ func TestEvictedResumeGone(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := startServer(t, Config{RetentionEvents: 5, OnUnresumable: OnUnresumableGone})
-			sid, v := ts.initialize(t, mcp.Version20251125)
-			s := ts.call(t, sid, v, 2, mcp.ToolChatty, tc.args)
+			sid, v := ts.initialize(t, mcpwire.Version20251125)
+			s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, tc.args)
 			s.next(t) // priming
 			last := eventID(t, s.next(t))
 			s.cut()
@@ -168,7 +168,7 @@ func TestEvictedResumeGone(t *testing.T) {
 
 			resp := ts.resume(t, sid, v, last)
 			require.Equal(t, http.StatusGone, resp.StatusCode)
-			assert.Equal(t, mcp.ContentTypeJSON, resp.Header.Get("Content-Type"))
+			assert.Equal(t, mcpwire.ContentTypeJSON, resp.Header.Get("Content-Type"))
 			body, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
 			var gone resumeGone
@@ -206,8 +206,8 @@ func TestEvictedResumeGone(t *testing.T) {
 
 func TestEvictedResumeSilentHead(t *testing.T) {
 	ts := startServer(t, Config{RetentionEvents: 5, OnUnresumable: OnUnresumableSilentHead})
-	sid, v := ts.initialize(t, mcp.Version20251125)
-	s := ts.call(t, sid, v, 2, mcp.ToolChatty, map[string]any{"events": 60, "interval_ms": 3})
+	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 60, "interval_ms": 3})
 	s.next(t) // priming
 	first := s.next(t)
 	s.cut()
@@ -234,8 +234,8 @@ func TestEvictedResumeSilentHead(t *testing.T) {
 
 func TestResumeConflictWhileAttached(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcp.Version20251125)
-	s := ts.call(t, sid, v, 2, mcp.ToolChatty, map[string]any{"events": 200, "interval_ms": 5})
+	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 200, "interval_ms": 5})
 	prime := s.next(t)
 
 	resp := ts.resume(t, sid, v, eventID(t, prime))
@@ -259,8 +259,8 @@ func TestResumeConflictWhileAttached(t *testing.T) {
 
 func TestCancelNotificationCancels(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcp.Version20251125)
-	s := ts.call(t, sid, v, 2, mcp.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 5000})
+	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 5000})
 	s.next(t)
 	resp := ts.do(t, context.Background(), http.MethodPost, "", headers(sid, v),
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"changed my mind"}}`)
@@ -277,9 +277,9 @@ func TestLiveConnectionBehindRetention(t *testing.T) {
 	for _, policy := range []string{OnUnresumableGone, OnUnresumableSilentHead} {
 		t.Run(policy, func(t *testing.T) {
 			ts := startServer(t, Config{RetentionEvents: 3, OnUnresumable: policy, Keepalive: time.Millisecond})
-			sid, _ := ts.initialize(t, mcp.Version20250618)
+			sid, _ := ts.initialize(t, mcpwire.Version20250618)
 			sess := ts.lookup(sid)
-			st, err := sess.log.OpenStream(store.KindSSE, []store.Request{{ID: json.RawMessage(`9`), Method: mcp.MethodToolsCall}})
+			st, err := sess.log.OpenStream(store.KindSSE, []store.Request{{ID: json.RawMessage(`9`), Method: mcpwire.MethodToolsCall}})
 			require.NoError(t, err)
 			for range 6 {
 				_, err := sess.log.Append(st, json.RawMessage(`{"jsonrpc":"2.0","method":"x"}`), "", nil)
@@ -373,8 +373,8 @@ func (w *syncWriter) String() string {
 
 func TestEvictedByAge(t *testing.T) {
 	ts := startServer(t, Config{RetentionAge: 30 * time.Millisecond})
-	sid, v := ts.initialize(t, mcp.Version20251125)
-	s := ts.call(t, sid, v, 2, mcp.ToolChatty, map[string]any{"events": 3})
+	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 3})
 	prime := s.next(t)
 	s.cut()
 	written := ts.waitRecord(t, sideeffects.KindResultWritten, forRequest("2"))

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
 )
 
@@ -34,7 +34,7 @@ func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st 
 		keepalive = t.C
 	}
 	var retry time.Duration
-	if sess.version == mcp.Version20251125 {
+	if sess.version == mcpwire.Version20251125 {
 		retry = s.cfg.Retry
 	}
 	flushed := false // the response header (written unflushed) has gone out
@@ -72,7 +72,7 @@ func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st 
 		select {
 		case <-b.Changed:
 		case <-keepalive:
-			if mcp.WriteComment(w, "keepalive") != nil || rc.Flush() != nil {
+			if mcpwire.WriteComment(w, "keepalive") != nil || rc.Flush() != nil {
 				return
 			}
 		case <-r.Context().Done():
@@ -90,7 +90,7 @@ func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st 
 // event; an expired or deleted session just ends the stream.
 func sessionEnded(w http.ResponseWriter, rc *http.ResponseController, sess *session) {
 	if sess.endReason() == reasonTerminated {
-		_ = mcp.WriteEvent(w, mcp.Event{Type: mcp.EventClose, Data: closeData})
+		_ = mcpwire.WriteEvent(w, mcpwire.Event{Type: mcpwire.EventClose, Data: closeData})
 		_ = rc.Flush()
 	}
 }
@@ -114,11 +114,11 @@ func (s *Server) skipGap(sess *session, st store.StreamID, cursor, head int64) b
 // retry field when one is configured.
 func writeEvents(w http.ResponseWriter, events []store.Event, retry time.Duration) error {
 	for _, ev := range events {
-		e := mcp.Event{ID: strconv.FormatInt(ev.ID, 10), Data: ev.Data}
+		e := mcpwire.Event{ID: strconv.FormatInt(ev.ID, 10), Data: ev.Data}
 		if len(ev.Data) == 0 {
 			e.Retry = retry
 		}
-		if err := mcp.WriteEvent(w, e); err != nil {
+		if err := mcpwire.WriteEvent(w, e); err != nil {
 			return err
 		}
 	}
@@ -153,7 +153,7 @@ func (s *Server) serveGET(w http.ResponseWriter, r *http.Request) {
 	defer sess.detach(st, a)
 	if cursor < 0 { // a fresh standalone stream: no replay, a priming event on 2025-11-25
 		cursor = sess.log.Head(store.Standalone)
-		if sess.version == mcp.Version20251125 {
+		if sess.version == mcpwire.Version20251125 {
 			if _, err := sess.log.Append(store.Standalone, nil, "", nil); err != nil {
 				s.storeFailure(w, err)
 				return
@@ -169,7 +169,7 @@ func (s *Server) serveGET(w http.ResponseWriter, r *http.Request) {
 // to. An id that cannot be honoured gets 410 under "gone" and continues at
 // the stream's head under "silent_head". It answers errors itself.
 func (s *Server) resumePoint(w http.ResponseWriter, r *http.Request, sess *session) (store.StreamID, int64, bool) {
-	vals := r.Header.Values(mcp.HeaderLastEventID)
+	vals := r.Header.Values(mcpwire.HeaderLastEventID)
 	if len(vals) == 0 {
 		return store.Standalone, -1, true
 	}

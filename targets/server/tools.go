@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
 )
 
@@ -31,7 +31,7 @@ var toolList = json.RawMessage(`{"tools":[
   "interval_ms":{"type":"integer","minimum":0}},
  "required":["events"]}}]}`)
 
-func knownTool(name string) bool { return name == mcp.ToolCharge || name == mcp.ToolChatty }
+func knownTool(name string) bool { return name == mcpwire.ToolCharge || name == mcpwire.ToolChatty }
 
 // outcome is what a tool run produced.
 type outcome struct {
@@ -47,18 +47,18 @@ func toolError(reason string, err error) outcome {
 
 // message renders the outcome as a tools/call result, with the structured
 // content repeated as text, as the specification recommends.
-func (o outcome) message(id json.RawMessage) mcp.Message {
+func (o outcome) message(id json.RawMessage) mcpwire.Message {
 	sc, err := json.Marshal(o.structured)
 	if err != nil {
-		return mcp.NewError(id, mcp.CodeInternalError, err.Error())
+		return mcpwire.NewError(id, mcpwire.CodeInternalError, err.Error())
 	}
-	msg, err := mcp.NewResult(id, mcp.CallResult{
-		Content:           []mcp.Content{{Type: "text", Text: string(sc)}},
+	msg, err := mcpwire.NewResult(id, mcpwire.CallResult{
+		Content:           []mcpwire.Content{{Type: "text", Text: string(sc)}},
 		StructuredContent: sc,
 		IsError:           o.isError,
 	})
 	if err != nil {
-		return mcp.NewError(id, mcp.CodeInternalError, err.Error())
+		return mcpwire.NewError(id, mcpwire.CodeInternalError, err.Error())
 	}
 	return msg
 }
@@ -73,7 +73,7 @@ type chargeResult struct {
 // charge runs for its duration, then records exactly one charge (or a
 // deduplicated one when its idempotency key was charged before).
 func (s *Server) charge(ctx context.Context, c *call) outcome {
-	var a mcp.ChargeArgs
+	var a mcpwire.ChargeArgs
 	if err := decodeArgs(c.args, &a); err != nil {
 		return toolError("invalid_arguments", err)
 	}
@@ -92,7 +92,7 @@ func (s *Server) charge(ctx context.Context, c *call) outcome {
 	if !sleep(ctx, d) {
 		return outcome{interrupted: true}
 	}
-	rec := sideeffects.Record{Kind: sideeffects.KindCharge, Tool: mcp.ToolCharge, OrderID: a.OrderID,
+	rec := sideeffects.Record{Kind: sideeffects.KindCharge, Tool: mcpwire.ToolCharge, OrderID: a.OrderID,
 		AmountCents: a.AmountCents, IdempotencyKey: a.IdempotencyKey, Session: c.sess.id,
 		Client: c.sess.client, RequestID: c.key}
 	result := chargeResult{Charged: true, OrderID: a.OrderID, AmountCents: a.AmountCents}
@@ -120,7 +120,7 @@ func (s *Server) charge(ctx context.Context, c *call) outcome {
 // standalone stream when the call is answered as JSON, which cannot carry
 // them), recording each in the ledger before it is written to the log.
 func (s *Server) chatty(ctx context.Context, c *call) outcome {
-	var a mcp.ChattyArgs
+	var a mcpwire.ChattyArgs
 	if err := decodeArgs(c.args, &a); err != nil {
 		return toolError("invalid_arguments", err)
 	}
@@ -155,7 +155,7 @@ func (s *Server) chatty(ctx context.Context, c *call) outcome {
 }
 
 func (s *Server) emitProgress(c *call, target store.StreamID, token json.RawMessage, seq, total int) error {
-	note, err := mcp.NewNotification(mcp.MethodProgress, mcp.ProgressParams{
+	note, err := mcpwire.NewNotification(mcpwire.MethodProgress, mcpwire.ProgressParams{
 		ProgressToken: token, Progress: float64(seq), Total: float64(total)})
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcp"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // Call is one tools/call a client makes. Duration is already scaled: it is
@@ -41,7 +41,7 @@ func (c Call) OrderID() string {
 // Idempotent reports whether repeating the call is harmless: chatty is, and
 // charge is when it carries an idempotency key.
 func (c Call) Idempotent() bool {
-	if c.Tool != mcp.ToolCharge {
+	if c.Tool != mcpwire.ToolCharge {
 		return true
 	}
 	k, _ := c.Args["idempotency_key"].(string)
@@ -56,12 +56,12 @@ func (c Call) Arguments() (json.RawMessage, error) {
 		args[k] = v
 	}
 	switch c.Tool {
-	case mcp.ToolCharge:
+	case mcpwire.ToolCharge:
 		args["order_id"] = c.OrderID()
 		if c.Duration > 0 {
 			args["duration_ms"] = c.Duration.Milliseconds()
 		}
-	case mcp.ToolChatty:
+	case mcpwire.ToolChatty:
 		n, err := events(args["events"])
 		if err != nil {
 			return nil, fmt.Errorf("call %s: %w", c.ID, err)

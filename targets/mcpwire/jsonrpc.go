@@ -1,4 +1,4 @@
-package mcp
+package mcpwire
 
 import (
 	"bytes"

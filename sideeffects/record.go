@@ -6,6 +6,12 @@
 // result written or dropped). The checker trusts these records over anything
 // the client or server claims about itself.
 //
+// The package holds the ledger alone: the record ([Record]), the durable
+// store ([Store]), the HTTP service ([NewService]) and its [Client], and
+// ledger.jsonl ([ReadLedger], [WriteLedger]). It imports no
+// harness or targets package; reading the ledger against the clients'
+// histories is the checker's job (harness/check).
+//
 // This file defines the record and the [Recorder] interface tools call.
 package sideeffects
 

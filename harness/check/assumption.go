@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/faults"
-	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/history"
 )
 
@@ -35,7 +34,7 @@ const BreakGrace = 5 * time.Second
 // first invoke to its outcome, or to the end of the run if it has none), and
 // that call's client saw its stream break during the call, inside the
 // fault's window or within BreakGrace after it.
-func faultHit(in Input, order []int, calls []sideeffects.Call) Result {
+func faultHit(in Input, order []int, calls []Call) Result {
 	breaks := breaksByClient(in.History, order)
 	var ev evidence
 	var injected, overlapping, hit int
@@ -77,13 +76,13 @@ func faultHit(in Input, order []int, calls []sideeffects.Call) Result {
 // faultOnCalls returns how many calls the fault's window overlaps and the
 // first call it hit with the break that proves it, or, when it hit none, the
 // first call it overlapped and a nil break.
-func faultOnCalls(f *faults.Entry, calls []sideeffects.Call, breaks map[string][]streamBreak) (int, *sideeffects.Call, *streamBreak) {
+func faultOnCalls(f *faults.Entry, calls []Call, breaks map[string][]streamBreak) (int, *Call, *streamBreak) {
 	fEnd := f.EndUS
 	if fEnd < f.StartUS {
 		fEnd = math.MaxInt64 // still active when the run ended
 	}
 	overlaps := 0
-	var first *sideeffects.Call
+	var first *Call
 	for i := range calls {
 		c := &calls[i]
 		cEnd := int64(math.MaxInt64)

@@ -12,6 +12,11 @@
 // lines that prove it. Figures summarise the run under stable snake_case
 // names ([FigureNames]).
 //
+// The invariants and figures read [Accounts]: [Account] joins the ledger
+// (package sideeffects, what the system under test did) with the client
+// histories (package targets/history, what the clients saw). The record
+// formats live in those packages; the joining lives here.
+//
 // Judging is a pure function of its [Input], and [LoadRun] reads an
 // experiment's result folder back into one, so a saved run is judged again
 // offline with the same verdict.json.

@@ -1,9 +1,6 @@
 package check
 
-import (
-	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/history"
-)
+import "github.com/chaosrun/chaosrun/targets/history"
 
 // Figures are the run's numbers, under the names expect.figures uses.
 type Figures struct {
@@ -87,7 +84,7 @@ func (f Figures) Value(name string) (int64, bool) {
 
 // figures computes every figure from the accounts and the history, whose
 // time order is order.
-func figures(in Input, order []int, acc *sideeffects.Accounts) Figures {
+func figures(in Input, order []int, acc *Accounts) Figures {
 	f := Figures{
 		Calls:              int64(len(acc.Calls)),
 		Charges:            int64(acc.Charges),

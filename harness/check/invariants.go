@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/history"
 )
 
@@ -12,7 +11,7 @@ import (
 const refsShown = 5
 
 // noDuplicates: each order was charged at most once.
-func noDuplicates(acc *sideeffects.Accounts) Result {
+func noDuplicates(acc *Accounts) Result {
 	var ev evidence
 	for _, d := range acc.Duplicates {
 		ev.add("%s: order %s charged %d times", ledgerRefs(d.Charges), d.OrderID, len(d.Charges))
@@ -28,7 +27,7 @@ func noDuplicates(acc *sideeffects.Accounts) Result {
 // noSilentLoss: every emitted event was received, lies inside a gap the
 // client surfaced, or lies past the client's last look at a stream it
 // abandoned.
-func noSilentLoss(acc *sideeffects.Accounts) Result {
+func noSilentLoss(acc *Accounts) Result {
 	var ev evidence
 	e := acc.Events
 	summary := fmt.Sprintf("%d events emitted: %d received, %d lost silently, %d lost inside surfaced gaps, %d unread",
@@ -57,7 +56,7 @@ func noSilentLoss(acc *sideeffects.Accounts) Result {
 }
 
 // noFork: no logical client held two live sessions at once.
-func noFork(acc *sideeffects.Accounts) Result {
+func noFork(acc *Accounts) Result {
 	var ev evidence
 	clients := map[string]bool{}
 	for _, s := range acc.Sessions {
@@ -78,7 +77,7 @@ func noFork(acc *sideeffects.Accounts) Result {
 
 // noOrphans: every result written was read by some client outcome, or
 // belongs to a call its client surfaced as an unknown outcome.
-func noOrphans(acc *sideeffects.Accounts) Result {
+func noOrphans(acc *Accounts) Result {
 	var ev evidence
 	silent, surfaced := 0, 0
 	for _, o := range acc.Orphaned {
@@ -104,7 +103,7 @@ func noOrphans(acc *sideeffects.Accounts) Result {
 
 // outcomesResolved: every call ended ok, fail or unknown, and no
 // non-idempotent call was retried after an unknown outcome.
-func outcomesResolved(acc *sideeffects.Accounts) Result {
+func outcomesResolved(acc *Accounts) Result {
 	var ev evidence
 	counts := map[history.Kind]int{}
 	for _, c := range acc.Calls {
@@ -126,7 +125,7 @@ func outcomesResolved(acc *sideeffects.Accounts) Result {
 		unresolved, count(len(acc.Calls), "call"), count(len(acc.BlindRetries), "blind retry", "blind retries")))
 }
 
-func streamName(k sideeffects.StreamKey) string {
+func streamName(k StreamKey) string {
 	return fmt.Sprintf("request %s in session %s", k.RequestID, k.Session)
 }
 

@@ -28,8 +28,8 @@ type Input struct {
 // hold, whatever the invariants say (they are still reported); otherwise it
 // is fail when some invariant is violated and pass when none is.
 func Judge(in Input) Verdict {
-	acc := sideeffects.Account(in.Ledger, in.History)
-	order := sideeffects.TimeOrder(in.History)
+	acc := Account(in.Ledger, in.History)
+	order := timeOrder(in.History)
 	v := Verdict{
 		Violations:  []string{},
 		Assumptions: []Result{faultHit(in, order, acc.Calls)},

@@ -1,4 +1,4 @@
-package sideeffects
+package check
 
 import (
 	"fmt"
@@ -8,11 +8,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/history"
 )
 
 // numbered gives records ids and numbers in order, as the store would.
-func numbered(recs ...Record) []Record {
+func numbered(recs ...sideeffects.Record) []sideeffects.Record {
 	for i := range recs {
 		recs[i].N = int64(i + 1)
 		recs[i].ID = fmt.Sprint("rec-", i+1)
@@ -22,20 +23,20 @@ func numbered(recs ...Record) []Record {
 
 // emits returns event_emitted records for seqs first..last of a stream,
 // with event id base+seq.
-func emits(session, req string, first, last, base int64) []Record {
-	var out []Record
+func emits(session, req string, first, last, base int64) []sideeffects.Record {
+	var out []sideeffects.Record
 	for seq := first; seq <= last; seq++ {
-		out = append(out, Record{Kind: KindEventEmitted, Session: session, RequestID: req, EventID: base + seq, Seq: seq})
+		out = append(out, sideeffects.Record{Kind: sideeffects.KindEventEmitted, Session: session, RequestID: req, EventID: base + seq, Seq: seq})
 	}
 	return out
 }
 
 // sdkEmits returns event_emitted records of an SDK server, which knows the
 // sequence numbers of its events but not their ids.
-func sdkEmits(session, req string, last int64) []Record {
-	var out []Record
+func sdkEmits(session, req string, last int64) []sideeffects.Record {
+	var out []sideeffects.Record
 	for seq := int64(1); seq <= last; seq++ {
-		out = append(out, Record{Kind: KindEventEmitted, Session: session, RequestID: req, Seq: seq})
+		out = append(out, sideeffects.Record{Kind: sideeffects.KindEventEmitted, Session: session, RequestID: req, Seq: seq})
 	}
 	return out
 }
@@ -51,11 +52,11 @@ func got(session, req string, base int64, seqs ...int64) []history.Record {
 
 func TestAccountDuplicates(t *testing.T) {
 	ledger := numbered(
-		Record{Kind: KindCharge, OrderID: "o-1", AmountCents: 1},
-		Record{Kind: KindCharge, OrderID: "o-2", AmountCents: 1},
-		Record{Kind: KindChargeDeduplicated, OrderID: "o-2", IdempotencyKey: "k"},
-		Record{Kind: KindCharge, OrderID: "o-1", AmountCents: 1},
-		Record{Kind: KindCharge, OrderID: "o-1", AmountCents: 1},
+		sideeffects.Record{Kind: sideeffects.KindCharge, OrderID: "o-1", AmountCents: 1},
+		sideeffects.Record{Kind: sideeffects.KindCharge, OrderID: "o-2", AmountCents: 1},
+		sideeffects.Record{Kind: sideeffects.KindChargeDeduplicated, OrderID: "o-2", IdempotencyKey: "k"},
+		sideeffects.Record{Kind: sideeffects.KindCharge, OrderID: "o-1", AmountCents: 1},
+		sideeffects.Record{Kind: sideeffects.KindCharge, OrderID: "o-1", AmountCents: 1},
 	)
 	a := Account(ledger, nil)
 	assert.Equal(t, 4, a.Charges)
@@ -65,8 +66,8 @@ func TestAccountDuplicates(t *testing.T) {
 }
 
 func TestAccountEvents(t *testing.T) {
-	cat := func(lists ...[]Record) []Record {
-		var out []Record
+	cat := func(lists ...[]sideeffects.Record) []sideeffects.Record {
+		var out []sideeffects.Record
 		for _, l := range lists {
 			out = append(out, l...)
 		}
@@ -87,7 +88,7 @@ func TestAccountEvents(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		ledger []Record
+		ledger []sideeffects.Record
 		hist   []history.Record
 		want   EventCounts
 		silent []int64 // seqs lost silently
@@ -154,32 +155,32 @@ func TestAccountStreamEvidence(t *testing.T) {
 }
 
 func TestAccountForks(t *testing.T) {
-	open := func(session, client string, t int64) Record {
-		return Record{Kind: KindSessionOpened, Session: session, Client: client, TUS: t}
+	open := func(session, client string, t int64) sideeffects.Record {
+		return sideeffects.Record{Kind: sideeffects.KindSessionOpened, Session: session, Client: client, TUS: t}
 	}
-	closed := func(session string, t int64) Record {
-		return Record{Kind: KindSessionClosed, Session: session, Reason: "expired", TUS: t}
+	closed := func(session string, t int64) sideeffects.Record {
+		return sideeffects.Record{Kind: sideeffects.KindSessionClosed, Session: session, Reason: "expired", TUS: t}
 	}
 	tests := []struct {
 		name      string
-		ledger    []Record
+		ledger    []sideeffects.Record
 		unclaimed []string    // sessions no history record names
 		forks     [][2]string // live, new
 	}{
-		{"one session", []Record{open("a", "c1", 0)}, nil, nil},
-		{"second session while the first is live", []Record{open("a", "c1", 0), open("b", "c1", 10)}, nil, [][2]string{{"a", "b"}}},
-		{"second session after the first closed", []Record{open("a", "c1", 0), closed("a", 10), open("b", "c1", 10)}, nil, nil},
-		{"closed after the second opened", []Record{open("a", "c1", 0), open("b", "c1", 10), closed("a", 11)}, nil, [][2]string{{"a", "b"}}},
-		{"different clients", []Record{open("a", "c1", 0), open("b", "c2", 10)}, nil, nil},
-		{"sessions without a client", []Record{open("a", "", 0), open("b", "", 10)}, nil, nil},
-		{"a lost initialize answer opens a session never held", []Record{open("a", "c1", 0), open("b", "c1", 5)}, []string{"a"}, nil},
-		{"three at once", []Record{open("a", "c1", 0), open("b", "c1", 5), open("c", "c1", 9)}, nil, [][2]string{{"a", "b"}, {"a", "c"}}},
+		{"one session", []sideeffects.Record{open("a", "c1", 0)}, nil, nil},
+		{"second session while the first is live", []sideeffects.Record{open("a", "c1", 0), open("b", "c1", 10)}, nil, [][2]string{{"a", "b"}}},
+		{"second session after the first closed", []sideeffects.Record{open("a", "c1", 0), closed("a", 10), open("b", "c1", 10)}, nil, nil},
+		{"closed after the second opened", []sideeffects.Record{open("a", "c1", 0), open("b", "c1", 10), closed("a", 11)}, nil, [][2]string{{"a", "b"}}},
+		{"different clients", []sideeffects.Record{open("a", "c1", 0), open("b", "c2", 10)}, nil, nil},
+		{"sessions without a client", []sideeffects.Record{open("a", "", 0), open("b", "", 10)}, nil, nil},
+		{"a lost initialize answer opens a session never held", []sideeffects.Record{open("a", "c1", 0), open("b", "c1", 5)}, []string{"a"}, nil},
+		{"three at once", []sideeffects.Record{open("a", "c1", 0), open("b", "c1", 5), open("c", "c1", 9)}, nil, [][2]string{{"a", "b"}, {"a", "c"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var hist []history.Record
 			for _, r := range tc.ledger {
-				if r.Kind == KindSessionOpened && !slices.Contains(tc.unclaimed, r.Session) {
+				if r.Kind == sideeffects.KindSessionOpened && !slices.Contains(tc.unclaimed, r.Session) {
 					hist = append(hist, history.Record{Kind: history.KindSessionNew, Client: r.Client, Session: r.Session})
 				}
 			}
@@ -211,14 +212,14 @@ func TestAccountForks(t *testing.T) {
 }
 
 func TestAccountOrphans(t *testing.T) {
-	written := func(session, req string, eventID int64) Record {
-		return Record{Kind: KindResultWritten, Session: session, RequestID: req, EventID: eventID}
+	written := func(session, req string, eventID int64) sideeffects.Record {
+		return sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: session, RequestID: req, EventID: eventID}
 	}
 	ledger := numbered(
 		written("s", "1", 5),
 		written("s", "2", 9),
 		written("t", "3", 0),
-		Record{Kind: KindResultDropped, Session: "u", RequestID: "4", Reason: "session gone"},
+		sideeffects.Record{Kind: sideeffects.KindResultDropped, Session: "u", RequestID: "4", Reason: "session gone"},
 		written("s", "2", 9), // written again: one stream, one orphan
 	)
 	hist := []history.Record{
@@ -232,7 +233,7 @@ func TestAccountOrphans(t *testing.T) {
 }
 
 func TestAccountOutcomeReadsOnlyAResultAlreadyWrittenOrNamed(t *testing.T) {
-	written := []Record{{Kind: KindResultWritten, Session: "s", RequestID: "1", EventID: 4, TUS: 100}}
+	written := []sideeffects.Record{{Kind: sideeffects.KindResultWritten, Session: "s", RequestID: "1", EventID: 4, TUS: 100}}
 	type outcome struct {
 		kind    history.Kind
 		at      int64
@@ -279,7 +280,7 @@ func TestAccountCalls(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		ledger   []Record
+		ledger   []sideeffects.Record
 		hist     []history.Record
 		outcomes []history.Kind
 		invokes  []int
@@ -297,13 +298,13 @@ func TestAccountCalls(t *testing.T) {
 			[]history.Kind{""}, []int{2}, []BlindRetry{{Client: "c", Call: "a", OrderID: "a", Unknown: 2, Invoke: 3}}},
 		{"lines out of time order", nil, []history.Record{inv(3, "c", "a", "charge"), inv(1, "c", "a", "charge"), out(2, history.KindUnknown, "c", "a")},
 			[]history.Kind{""}, []int{2}, []BlindRetry{{Client: "c", Call: "a", OrderID: "a", Unknown: 3, Invoke: 1}}},
-		{"unknown then retry of a keyed charge", []Record{{Kind: KindCharge, OrderID: "a", AmountCents: 1, IdempotencyKey: "k"}},
+		{"unknown then retry of a keyed charge", []sideeffects.Record{{Kind: sideeffects.KindCharge, OrderID: "a", AmountCents: 1, IdempotencyKey: "k"}},
 			[]history.Record{inv(1, "c", "a", "charge"), out(2, history.KindUnknown, "c", "a"), inv(3, "c", "a", "charge"), out(4, history.KindOK, "c", "a")},
 			[]history.Kind{history.KindOK}, []int{2}, nil},
 		{"unknown then retry of chatty", nil,
 			[]history.Record{inv(1, "c", "a", "chatty"), out(2, history.KindUnknown, "c", "a"), inv(3, "c", "a", "chatty"), out(4, history.KindOK, "c", "a")},
 			[]history.Kind{history.KindOK}, []int{2}, nil},
-		{"tool from the ledger when the history omits it", []Record{{Kind: KindCallStarted, OrderID: "a", Tool: "charge"}},
+		{"tool from the ledger when the history omits it", []sideeffects.Record{{Kind: sideeffects.KindCallStarted, OrderID: "a", Tool: "charge"}},
 			[]history.Record{inv(1, "c", "a", ""), out(2, history.KindUnknown, "c", "a"), inv(3, "c", "a", "")},
 			[]history.Kind{""}, []int{2}, []BlindRetry{{Client: "c", Call: "a", OrderID: "a", Unknown: 2, Invoke: 3}}},
 		{"unknown is an outcome", nil, []history.Record{inv(1, "c", "a", "charge"), out(2, history.KindUnknown, "c", "a")},

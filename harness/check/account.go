@@ -1,17 +1,18 @@
-package sideeffects
+package check
 
 import (
 	"cmp"
 	"math"
 	"slices"
 
+	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/history"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // Accounts is the ledger read against the clients' history: what the system
-// under test did, next to what its clients saw. [Account] computes it; the
-// checker turns it into invariants and figures.
+// under test did, next to what its clients saw. [Account] computes it;
+// [Judge] turns it into invariants and figures.
 //
 // Ledger references are record numbers (N). History references are lines:
 // the 1-based position of a record in the history slice, which is its line
@@ -167,10 +168,17 @@ type BlindRetry struct {
 	Invoke  int // line of the retry
 }
 
-// Account reads the ledger against the history. A charge is non-idempotent
-// unless a ledger charge record of its order carries an idempotency key; other
-// tools are idempotent. Time order in the history is t_us, then line.
-func Account(ledger []Record, hist []history.Record) Accounts {
+// Account reads the ledger against the history: it counts charges and the
+// orders charged more than once, settles every emitted event of every stream
+// as received, lost inside a surfaced gap, lost silently or unread (see
+// [EventCounts]), lists the sessions and the forks among them, the results
+// no outcome read, and follows every call through its attempts to its
+// outcome, noting each blind retry of a non-idempotent order after an
+// unknown outcome. A charge is non-idempotent unless a ledger charge record
+// of its order carries an idempotency key; other tools are idempotent. Time
+// order in the history is t_us, then line. Account is a pure function of its
+// inputs and modifies neither.
+func Account(ledger []sideeffects.Record, hist []history.Record) Accounts {
 	a := newAccountant()
 	for i := range ledger {
 		a.ledgerRecord(&ledger[i])
@@ -197,7 +205,7 @@ type accountant struct {
 	streams  map[StreamKey]*streamState
 	sessGaps map[string][]gapRef // gaps surfaced for a whole session
 	opened   map[string]Session
-	closed   map[string]Record
+	closed   map[string]sideeffects.Record
 	results  map[StreamKey]writtenRef
 	outcomes map[StreamKey][]outcomeRef // every ok, fail and unknown of a stream
 	claimed  map[string]bool            // sessions some history record names
@@ -240,7 +248,7 @@ func newAccountant() *accountant {
 		streams:  map[StreamKey]*streamState{},
 		sessGaps: map[string][]gapRef{},
 		opened:   map[string]Session{},
-		closed:   map[string]Record{},
+		closed:   map[string]sideeffects.Record{},
 		results:  map[StreamKey]writtenRef{},
 		outcomes: map[StreamKey][]outcomeRef{},
 		claimed:  map[string]bool{},
@@ -257,33 +265,33 @@ func (a *accountant) stream(k StreamKey) *streamState {
 	return s
 }
 
-func (a *accountant) ledgerRecord(r *Record) {
+func (a *accountant) ledgerRecord(r *sideeffects.Record) {
 	key := StreamKey{Session: r.Session, RequestID: r.RequestID}
 	switch r.Kind {
-	case KindCharge:
+	case sideeffects.KindCharge:
 		a.charges++
 		a.byOrder[r.OrderID] = append(a.byOrder[r.OrderID], r.N)
 		a.keyed[r.OrderID] = a.keyed[r.OrderID] || r.IdempotencyKey != ""
-	case KindChargeDeduplicated:
+	case sideeffects.KindChargeDeduplicated:
 		a.keyed[r.OrderID] = a.keyed[r.OrderID] || r.IdempotencyKey != ""
-	case KindCallStarted:
+	case sideeffects.KindCallStarted:
 		if r.OrderID != "" && r.Tool != "" {
 			a.toolOf[r.OrderID] = r.Tool
 		}
-	case KindEventEmitted:
+	case sideeffects.KindEventEmitted:
 		if r.Seq > 0 {
 			s := a.stream(key)
 			s.emitted = append(s.emitted, Event{N: r.N, EventID: r.EventID, Seq: r.Seq})
 		}
-	case KindResultWritten:
+	case sideeffects.KindResultWritten:
 		if w, seen := a.results[key]; !seen || r.N < w.n {
 			a.results[key] = writtenRef{n: r.N, eventID: r.EventID, tus: r.TUS}
 		}
-	case KindSessionOpened:
+	case sideeffects.KindSessionOpened:
 		if o, seen := a.opened[r.Session]; !seen || r.N < o.Opened {
 			a.opened[r.Session] = Session{ID: r.Session, Client: r.Client, Opened: r.N, OpenedUS: r.TUS}
 		}
-	case KindSessionClosed:
+	case sideeffects.KindSessionClosed:
 		if c, seen := a.closed[r.Session]; !seen || r.N < c.N {
 			a.closed[r.Session] = *r
 		}

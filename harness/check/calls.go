@@ -1,4 +1,4 @@
-package sideeffects
+package check
 
 import (
 	"cmp"
@@ -17,7 +17,7 @@ func (a *accountant) callAccounts(hist []history.Record) ([]Call, []BlindRetry) 
 	var order []*Call
 	unknownAt := map[string]int{} // order id to the line of its latest unknown
 	var retries []BlindRetry
-	for _, i := range TimeOrder(hist) {
+	for _, i := range timeOrder(hist) {
 		h, line := &hist[i], i+1
 		k := callKey{client: h.Client, call: h.Call}
 		orderID := cmp.Or(h.OrderID, h.Call)
@@ -50,9 +50,9 @@ func (a *accountant) callAccounts(hist []history.Record) ([]Call, []BlindRetry) 
 	return out, retries
 }
 
-// TimeOrder returns the indexes of hist ordered by t_us, then position: the
+// timeOrder returns the indexes of hist ordered by t_us, then position: the
 // order [Account] reads a history in.
-func TimeOrder(hist []history.Record) []int {
+func timeOrder(hist []history.Record) []int {
 	idx := make([]int, len(hist))
 	sorted := true
 	for i := range idx {

@@ -18,16 +18,16 @@ import (
 // the 1-based position of a record in the history slice, which is its line
 // in history.jsonl when the file has no blank lines.
 type Accounts struct {
-	Charges      int          // charge records
-	Duplicates   []Duplicate  // orders charged more than once, by order id
-	Events       EventCounts  // totals over Streams
-	Streams      []Stream     // streams with an emitted event, by session, then request id
-	Sessions     []Session    // by N of session_opened
-	Forks        []Fork       // in the order the forking sessions opened
-	Results      int          // streams with a result written
-	Orphaned     []Orphan     // results nobody read, by N
-	Calls        []Call       // in the order of their first invoke
-	BlindRetries []BlindRetry // in time order
+	Charges      int             // charge records
+	Duplicates   []OrderCharges  // orders charged more than once, by order id
+	Events       EventCounts     // totals over Streams
+	Streams      []StreamAccount // streams with an emitted event, by session, then request id
+	Sessions     []SessionSpan   // by N of session_opened
+	Forks        []Fork          // in the order the forking sessions opened
+	Results      int             // streams with a result written
+	Orphaned     []Orphan        // results nobody read, by N
+	Calls        []Call          // in the order of their first invoke
+	BlindRetries []BlindRetry    // in time order
 }
 
 // DuplicateCharges is how many charges exceed one per order.
@@ -39,8 +39,9 @@ func (a *Accounts) DuplicateCharges() int {
 	return n
 }
 
-// Duplicate is an order charged more than once.
-type Duplicate struct {
+// OrderCharges is one order with the ledger records that charged it;
+// [Accounts] lists the orders charged more than once.
+type OrderCharges struct {
 	OrderID string
 	Charges []int64 // N of each charge record, ascending
 }
@@ -74,27 +75,28 @@ func (c *EventCounts) add(o EventCounts) {
 	c.Unread += o.Unread
 }
 
-// Stream is the account of one call stream. Events are matched by
+// StreamAccount is the account of one call stream. Events are matched by
 // (session, request id, seq); ledger event_emitted and history event
 // records with seq 0 (priming and other unnumbered events) are not counted.
-type Stream struct {
+type StreamAccount struct {
 	StreamKey
 	EventCounts
-	Silent     []Event // the events lost silently, by seq
-	Gaps       []int   // lines of the surfaced gaps that held lost events
-	Later      int     // line of the client's furthest observation of the stream; 0 if none
-	ResultRead bool    // the client received the stream's result (ok, or fail with an event id)
+	Silent     []EmittedEvent // the events lost silently, by seq
+	Gaps       []int          // lines of the surfaced gaps that held lost events
+	Later      int            // line of the client's furthest observation of the stream; 0 if none
+	ResultRead bool           // the client received the stream's result (ok, or fail with an event id)
 }
 
-// Event is one emitted event: its ledger record, event id and seq.
-type Event struct {
+// EmittedEvent is one emitted event: its ledger record, event id and seq.
+type EmittedEvent struct {
 	N       int64
 	EventID int64
 	Seq     int64
 }
 
-// Session is one server session from the ledger.
-type Session struct {
+// SessionSpan is the life of one server session, from the ledger: who
+// opened it and when, when it closed, and when a client learned it was gone.
+type SessionSpan struct {
 	ID       string
 	Client   string
 	Opened   int64 // N of session_opened
@@ -118,8 +120,8 @@ type Session struct {
 // the same client was still live, both of them held (claimed) by it.
 type Fork struct {
 	Client string
-	Live   Session
-	New    Session
+	Live   SessionSpan
+	New    SessionSpan
 }
 
 // Orphan is a result the server wrote to a stream that no client outcome
@@ -204,7 +206,7 @@ type accountant struct {
 	toolOf   map[string]string // order id to tool, from call_started
 	streams  map[StreamKey]*streamState
 	sessGaps map[string][]gapRef // gaps surfaced for a whole session
-	opened   map[string]Session
+	opened   map[string]SessionSpan
 	closed   map[string]sideeffects.Record
 	results  map[StreamKey]writtenRef
 	outcomes map[StreamKey][]outcomeRef // every ok, fail and unknown of a stream
@@ -220,7 +222,7 @@ type outcomeRef struct {
 }
 
 type streamState struct {
-	emitted    []Event
+	emitted    []EmittedEvent
 	received   []int64    // seqs
 	numbered   [][2]int64 // (event id, seq) of received events that have both
 	maxEventID int64
@@ -247,7 +249,7 @@ func newAccountant() *accountant {
 		toolOf:   map[string]string{},
 		streams:  map[StreamKey]*streamState{},
 		sessGaps: map[string][]gapRef{},
-		opened:   map[string]Session{},
+		opened:   map[string]SessionSpan{},
 		closed:   map[string]sideeffects.Record{},
 		results:  map[StreamKey]writtenRef{},
 		outcomes: map[StreamKey][]outcomeRef{},
@@ -281,7 +283,7 @@ func (a *accountant) ledgerRecord(r *sideeffects.Record) {
 	case sideeffects.KindEventEmitted:
 		if r.Seq > 0 {
 			s := a.stream(key)
-			s.emitted = append(s.emitted, Event{N: r.N, EventID: r.EventID, Seq: r.Seq})
+			s.emitted = append(s.emitted, EmittedEvent{N: r.N, EventID: r.EventID, Seq: r.Seq})
 		}
 	case sideeffects.KindResultWritten:
 		if w, seen := a.results[key]; !seen || r.N < w.n {
@@ -289,7 +291,7 @@ func (a *accountant) ledgerRecord(r *sideeffects.Record) {
 		}
 	case sideeffects.KindSessionOpened:
 		if o, seen := a.opened[r.Session]; !seen || r.N < o.Opened {
-			a.opened[r.Session] = Session{ID: r.Session, Client: r.Client, Opened: r.N, OpenedUS: r.TUS}
+			a.opened[r.Session] = SessionSpan{ID: r.Session, Client: r.Client, Opened: r.N, OpenedUS: r.TUS}
 		}
 	case sideeffects.KindSessionClosed:
 		if c, seen := a.closed[r.Session]; !seen || r.N < c.N {
@@ -344,19 +346,19 @@ func (a *accountant) historyRecord(line int, h *history.Record) {
 	}
 }
 
-func (a *accountant) duplicates() []Duplicate {
-	var out []Duplicate
+func (a *accountant) duplicates() []OrderCharges {
+	var out []OrderCharges
 	for order, ns := range a.byOrder {
 		if len(ns) > 1 {
-			out = append(out, Duplicate{OrderID: order, Charges: slices.Sorted(slices.Values(ns))})
+			out = append(out, OrderCharges{OrderID: order, Charges: slices.Sorted(slices.Values(ns))})
 		}
 	}
-	slices.SortFunc(out, func(x, y Duplicate) int { return cmp.Compare(x.OrderID, y.OrderID) })
+	slices.SortFunc(out, func(x, y OrderCharges) int { return cmp.Compare(x.OrderID, y.OrderID) })
 	return out
 }
 
-func (a *accountant) streamAccounts() ([]Stream, EventCounts) {
-	var out []Stream
+func (a *accountant) streamAccounts() ([]StreamAccount, EventCounts) {
+	var out []StreamAccount
 	var total EventCounts
 	for key, s := range a.streams {
 		if len(s.emitted) == 0 {
@@ -366,19 +368,19 @@ func (a *accountant) streamAccounts() ([]Stream, EventCounts) {
 		total.add(st.EventCounts)
 		out = append(out, st)
 	}
-	slices.SortFunc(out, func(x, y Stream) int {
+	slices.SortFunc(out, func(x, y StreamAccount) int {
 		return cmp.Or(cmp.Compare(x.Session, y.Session), cmp.Compare(x.RequestID, y.RequestID))
 	})
 	return out, total
 }
 
 // settle classifies every emitted event of the stream; see [EventCounts].
-func (s *streamState) settle(key StreamKey, sessGaps []gapRef) Stream {
-	slices.SortFunc(s.emitted, func(x, y Event) int { return cmp.Or(cmp.Compare(x.Seq, y.Seq), cmp.Compare(x.N, y.N)) })
-	emitted := slices.CompactFunc(s.emitted, func(x, y Event) bool { return x.Seq == y.Seq })
+func (s *streamState) settle(key StreamKey, sessGaps []gapRef) StreamAccount {
+	slices.SortFunc(s.emitted, func(x, y EmittedEvent) int { return cmp.Or(cmp.Compare(x.Seq, y.Seq), cmp.Compare(x.N, y.N)) })
+	emitted := slices.CompactFunc(s.emitted, func(x, y EmittedEvent) bool { return x.Seq == y.Seq })
 	slices.Sort(s.received)
 	received := slices.Compact(s.received)
-	out := Stream{StreamKey: key, Later: s.later, ResultRead: s.resultRead}
+	out := StreamAccount{StreamKey: key, Later: s.later, ResultRead: s.resultRead}
 	out.Emitted = len(emitted)
 	gapLines := map[int]bool{}
 	j := 0
@@ -451,8 +453,8 @@ func coveringGap(id int64, lists ...[]gapRef) (int, bool) {
 	return 0, false
 }
 
-func (a *accountant) sessionList() []Session {
-	out := make([]Session, 0, len(a.opened))
+func (a *accountant) sessionList() []SessionSpan {
+	out := make([]SessionSpan, 0, len(a.opened))
 	for id, s := range a.opened {
 		if c, ok := a.closed[id]; ok {
 			s.Closed, s.ClosedUS = c.N, c.TUS
@@ -461,7 +463,7 @@ func (a *accountant) sessionList() []Session {
 		s.LostUS = a.lostAt[id]
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(x, y Session) int { return cmp.Compare(x.Opened, y.Opened) })
+	slices.SortFunc(out, func(x, y SessionSpan) int { return cmp.Compare(x.Opened, y.Opened) })
 	return out
 }
 
@@ -469,8 +471,8 @@ func (a *accountant) sessionList() []Session {
 // session of the client was still live (closed strictly after the opening).
 // Sessions without a client cannot be attributed, and sessions the client
 // never learned of were never held by it: both are skipped.
-func forks(sessions []Session) []Fork {
-	byClient := map[string][]Session{}
+func forks(sessions []SessionSpan) []Fork {
+	byClient := map[string][]SessionSpan{}
 	for _, s := range sessions {
 		if s.Client != "" && s.Claimed {
 			byClient[s.Client] = append(byClient[s.Client], s)
@@ -478,10 +480,10 @@ func forks(sessions []Session) []Fork {
 	}
 	var out []Fork
 	for client, ss := range byClient {
-		slices.SortStableFunc(ss, func(x, y Session) int {
+		slices.SortStableFunc(ss, func(x, y SessionSpan) int {
 			return cmp.Or(cmp.Compare(x.OpenedUS, y.OpenedUS), cmp.Compare(x.Opened, y.Opened))
 		})
-		var latest Session // the earlier session that stays live longest
+		var latest SessionSpan // the earlier session that stays live longest
 		latestEnd := int64(math.MinInt64)
 		for _, s := range ss {
 			if s.OpenedUS < latestEnd {
@@ -498,7 +500,7 @@ func forks(sessions []Session) []Fork {
 
 // endUS is when a session stopped being live: its session_closed, or the
 // moment a client was told it was gone, whichever came first.
-func endUS(s Session) int64 {
+func endUS(s SessionSpan) int64 {
 	end := int64(math.MaxInt64)
 	if s.Closed != 0 {
 		end = s.ClosedUS

@@ -60,7 +60,7 @@ func TestAccountDuplicates(t *testing.T) {
 	)
 	a := Account(ledger, nil)
 	assert.Equal(t, 4, a.Charges)
-	assert.Equal(t, []Duplicate{{OrderID: "o-1", Charges: []int64{1, 4, 5}}}, a.Duplicates)
+	assert.Equal(t, []OrderCharges{{OrderID: "o-1", Charges: []int64{1, 4, 5}}}, a.Duplicates)
 	assert.Equal(t, 2, a.DuplicateCharges())
 	assert.Empty(t, Account(ledger[:3], nil).Duplicates)
 }
@@ -151,7 +151,7 @@ func TestAccountStreamEvidence(t *testing.T) {
 	assert.Equal(t, StreamKey{Session: "s", RequestID: "1"}, s.StreamKey)
 	assert.Equal(t, []int{2}, s.Gaps, "the gap's history line")
 	assert.Equal(t, 3, s.Later, "the line of the furthest event received")
-	assert.Equal(t, []Event{{N: 3, EventID: 13, Seq: 3}}, s.Silent)
+	assert.Equal(t, []EmittedEvent{{N: 3, EventID: 13, Seq: 3}}, s.Silent)
 }
 
 func TestAccountForks(t *testing.T) {
@@ -208,7 +208,7 @@ func TestAccountForks(t *testing.T) {
 	}
 
 	a := Account(numbered(open("a", "c1", 3), closed("a", 8)), []history.Record{{Kind: history.KindInvoke, Session: "a"}})
-	assert.Equal(t, []Session{{ID: "a", Client: "c1", Opened: 1, OpenedUS: 3, Closed: 2, ClosedUS: 8, Claimed: true}}, a.Sessions)
+	assert.Equal(t, []SessionSpan{{ID: "a", Client: "c1", Opened: 1, OpenedUS: 3, Closed: 2, ClosedUS: 8, Claimed: true}}, a.Sessions)
 }
 
 func TestAccountOrphans(t *testing.T) {

@@ -1,0 +1,230 @@
+package layers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// rule says which other top-level folders the packages of one may depend
+// on, directly or through others.
+type rule struct {
+	layer string // a top-level folder of the module
+	uses  []string
+	why   string // shown when the rule is broken
+}
+
+// mayUse is the layering, one row for each top-level folder of the module.
+var mayUse = []rule{
+	{"cmd", []string{"harness", "faults", "sideeffects", "targets", "internal"}, "the CLI is on top"},
+	{"harness", []string{"faults", "sideeffects", "targets", "internal"}, "the harness is a library: the CLI sits on it, not under it"},
+	{"faults", []string{"sideeffects", "targets", "internal"}, "a leaf imports no harness or cmd code"},
+	{"targets", []string{"faults", "sideeffects", "internal"}, "a leaf imports no harness or cmd code"},
+	{"sideeffects", []string{"faults", "internal"}, "the ledger is a leaf and knows no targets: joining it with client histories is the checker's job"},
+	{"internal", nil, "internal is below all"},
+	{"examples", nil, "an example target knows chaosrun's environment contract, not its code"},
+}
+
+// pkg is one package of the module; paths are relative to the module.
+type pkg struct {
+	imports []string // what the package imports
+	tests   []string // what its tests import besides
+}
+
+// violation is a dependency the layering forbids, with the shortest import
+// chain that makes it.
+type violation struct {
+	from, to string
+	chain    []string
+	why      string
+}
+
+func (v violation) String() string {
+	if v.to == "" {
+		return v.from + ": " + v.why
+	}
+	return v.from + " depends on " + v.to + " (" + strings.Join(v.chain, " → ") + "): " + v.why
+}
+
+// TestImportsRunOneWay reads the module's import graph with go list and
+// fails on every dependency mayUse does not allow.
+func TestImportsRunOneWay(t *testing.T) {
+	graph := loadModule(t)
+	require.Contains(t, graph, "sideeffects", "go list found the module's packages")
+	require.Contains(t, graph, "harness/check", "go list found the module's packages")
+	for _, v := range violations(graph) {
+		t.Error(v)
+	}
+}
+
+// TestViolations shows that the check catches a forbidden dependency however
+// it arises, and only those.
+func TestViolations(t *testing.T) {
+	tests := []struct {
+		name  string
+		graph map[string]pkg
+		want  [][]string // the chain of each violation
+	}{
+		{"the layering as it stands", map[string]pkg{
+			"cmd/chaosrun":  {imports: []string{"harness"}},
+			"harness":       {imports: []string{"harness/check", "faults"}},
+			"harness/check": {imports: []string{"sideeffects", "targets/history"}},
+			"sideeffects":   {imports: []string{"internal/appendlog"}},
+			"targets/e2e":   {tests: []string{"sideeffects", "targets/server"}},
+		}, nil},
+		{"a leaf importing the harness", map[string]pkg{
+			"targets/server": {imports: []string{"harness/check"}},
+		}, [][]string{{"targets/server", "harness/check"}}},
+		{"the ledger importing a target", map[string]pkg{
+			"sideeffects": {imports: []string{"targets/history"}},
+		}, [][]string{{"sideeffects", "targets/history"}}},
+		{"through packages each allowed on its own", map[string]pkg{
+			"sideeffects": {imports: []string{"faults"}},
+			"faults":      {imports: []string{"targets/mcpwire"}},
+		}, [][]string{{"sideeffects", "faults", "targets/mcpwire"}}},
+		{"a test's import counts", map[string]pkg{
+			"faults": {tests: []string{"harness"}},
+		}, [][]string{{"faults", "harness"}}},
+		{"the tests of an import do not", map[string]pkg{
+			"targets/client":  {tests: []string{"targets/history"}},
+			"targets/history": {tests: []string{"harness/check"}},
+		}, [][]string{{"targets/history", "harness/check"}}},
+		{"internal above something", map[string]pkg{
+			"internal/runclock": {imports: []string{"targets/mcpwire"}},
+		}, [][]string{{"internal/runclock", "targets/mcpwire"}}},
+		{"a folder with no row", map[string]pkg{
+			"wire": {imports: []string{"internal/runclock"}},
+		}, [][]string{{"wire"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [][]string
+			for _, v := range violations(tc.graph) {
+				got = append(got, v.chain)
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// violations checks every package of graph against mayUse, in path order.
+func violations(graph map[string]pkg) []violation {
+	var out []violation
+	for _, from := range slices.Sorted(maps.Keys(graph)) {
+		i := slices.IndexFunc(mayUse, func(r rule) bool { return r.layer == layer(from) })
+		if i < 0 {
+			out = append(out, violation{from: from, chain: []string{from}, why: "folder " + layer(from) + " has no row in mayUse"})
+			continue
+		}
+		r := mayUse[i]
+		for _, chain := range reach(graph, from) {
+			to := chain[len(chain)-1]
+			if l := layer(to); l != r.layer && !slices.Contains(r.uses, l) {
+				out = append(out, violation{from: from, to: to, chain: chain, why: r.why})
+			}
+		}
+	}
+	return out
+}
+
+// reach returns, for every package from depends on, the shortest import
+// chain from from to it, in the order of the packages' paths. The tests of
+// from count as part of it; the tests of what it imports do not.
+func reach(graph map[string]pkg, from string) [][]string {
+	parent := map[string]string{from: ""}
+	queue := []string{}
+	visit := func(p string, imports []string) {
+		for _, q := range imports {
+			if _, seen := parent[q]; !seen {
+				parent[q] = p
+				queue = append(queue, q)
+			}
+		}
+	}
+	visit(from, graph[from].imports)
+	visit(from, graph[from].tests)
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		visit(p, graph[p].imports)
+	}
+	delete(parent, from)
+	var out [][]string
+	for _, to := range slices.Sorted(maps.Keys(parent)) {
+		chain := []string{to}
+		for p := parent[to]; p != ""; p = parent[p] {
+			chain = append(chain, p)
+		}
+		slices.Reverse(chain)
+		out = append(out, chain)
+	}
+	return out
+}
+
+// layer is the top-level folder of a package path.
+func layer(path string) string {
+	top, _, _ := strings.Cut(path, "/")
+	return top
+}
+
+// loadModule lists the packages of the module that holds this test, with
+// their imports of each other.
+func loadModule(t *testing.T) map[string]pkg {
+	t.Helper()
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	require.NoError(t, err, "go env GOMOD")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Module,Imports,TestImports,XTestImports", "./...")
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list: %s", stderr.String())
+
+	type listed struct {
+		ImportPath                         string
+		Module                             struct{ Path string }
+		Imports, TestImports, XTestImports []string
+	}
+	var all []listed
+	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
+		var l listed
+		err := dec.Decode(&l)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err, "decode go list output")
+		all = append(all, l)
+	}
+	require.NotEmpty(t, all, "go list found no package")
+	module := all[0].Module.Path + "/"
+	// inModule keeps the paths inside the module, relative to it, and drops
+	// a package's own path (its external tests import it).
+	inModule := func(self string, paths []string) []string {
+		var rel []string
+		for _, p := range paths {
+			if r, ok := strings.CutPrefix(p, module); ok && r != self {
+				rel = append(rel, r)
+			}
+		}
+		return rel
+	}
+	graph := map[string]pkg{}
+	for _, l := range all {
+		self := strings.TrimPrefix(l.ImportPath, module)
+		graph[self] = pkg{
+			imports: inModule(self, l.Imports),
+			tests:   inModule(self, append(l.TestImports, l.XTestImports...)),
+		}
+	}
+	return graph
+}

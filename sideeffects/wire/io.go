@@ -1,0 +1,148 @@
+package wire
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/chaosrun/chaosrun/internal/jsonl"
+)
+
+// maxLine bounds one line of wire.jsonl: a record keeps at most
+// MaxArgsBytes of arguments and MaxErrorBody of an error body, escaped.
+const maxLine = 4 << 20
+
+// Writer appends records to wire.jsonl, numbering them from 1. It buffers;
+// [Writer.Flush] and [Writer.Close] write the buffer out. It is safe for
+// concurrent use.
+type Writer struct {
+	mu  sync.Mutex
+	bw  *bufio.Writer
+	c   io.Closer
+	n   int64
+	err error // the first write error; later writes return it
+}
+
+// NewWriter writes records to w.
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{bw: bufio.NewWriterSize(w, 64<<10)}
+}
+
+// Create creates (truncates) the file at path and returns a writer on it.
+func Create(path string) (*Writer, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("wire: %w", err)
+	}
+	w := NewWriter(f)
+	w.c = f
+	return w, nil
+}
+
+// Write numbers r (setting r.N) and appends it. It returns the number.
+func (w *Writer) Write(r *Record) (int64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return 0, w.err
+	}
+	w.n++
+	r.N = w.n
+	b, err := json.Marshal(r)
+	if err != nil {
+		w.n--
+		return 0, fmt.Errorf("wire: %w", err)
+	}
+	if _, err := w.bw.Write(append(b, '\n')); err != nil {
+		w.err = fmt.Errorf("wire: %w", err)
+		return 0, w.err
+	}
+	return r.N, nil
+}
+
+// Flush writes buffered records out.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.bw.Flush(); err != nil {
+		w.err = fmt.Errorf("wire: %w", err)
+	}
+	return w.err
+}
+
+// Close flushes and closes the file, if the writer opened one. It is
+// idempotent.
+func (w *Writer) Close() error {
+	err := w.Flush()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.c != nil {
+		err = errors.Join(err, w.c.Close())
+		w.c = nil
+	}
+	return err
+}
+
+// Read parses wire.jsonl. Blank lines are skipped; a malformed line is an
+// error naming its line, except a final line without a newline that does not
+// parse: a write torn by a crash, which is dropped.
+func Read(r io.Reader) ([]Record, error) {
+	var out []Record
+	err := jsonl.Each(r, maxLine, func(_ int, b []byte) error {
+		var rec Record
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return err
+		}
+		if !rec.Kind.Valid() {
+			return fmt.Errorf("unknown kind %q", rec.Kind)
+		}
+		out = append(out, rec)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wire: %w", err)
+	}
+	return out, nil
+}
+
+// Load reads a wire.jsonl file.
+func Load(path string) ([]Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("wire: %w", err)
+	}
+	defer f.Close()
+	recs, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return recs, nil
+}
+
+// Save writes recs to path as wire.jsonl, keeping their numbers.
+func Save(path string, recs []Record) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("wire: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 64<<10)
+	enc := json.NewEncoder(bw)
+	for i := range recs {
+		if err := enc.Encode(&recs[i]); err != nil {
+			f.Close()
+			return fmt.Errorf("wire: %w", err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("wire: %w", err)
+	}
+	return f.Close()
+}

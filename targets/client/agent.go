@@ -166,7 +166,7 @@ func (a *agent) invokeRecord(s *stream) {
 func (a *agent) outcomeRecord(s *stream, out *outcome) {
 	r := history.Record{
 		Kind: out.kind, Call: s.call.ID, OrderID: s.call.OrderID(),
-		Session: s.session, RequestID: s.requestID, Reason: out.reason, EventID: eventNumber(out.eventID),
+		Session: s.session, RequestID: s.requestID, Reason: out.reason, EventID: mcpwire.EventNumber(out.eventID),
 	}
 	if out.read {
 		r.Result = history.ResultRead

@@ -74,12 +74,6 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestEventNumber(t *testing.T) {
-	for id, want := range map[string]int64{"": 0, "17": 17, "abc_3": 3, "x": 0, "s-12": 12, "-4": -4} {
-		assert.Equal(t, want, eventNumber(id), id)
-	}
-}
-
 func FuzzClassify(f *testing.F) {
 	f.Add(410, []byte(`{"head_event_id":5,"error":"resume_window_exceeded"}`), "3")
 	f.Add(409, []byte(`{"error":"stream_attached"}`), "")
@@ -103,14 +97,5 @@ func FuzzClassify(f *testing.F) {
 		case GiveUp:
 			require.NotEmpty(t, act.Reason)
 		}
-	})
-}
-
-func FuzzEventNumber(f *testing.F) {
-	for _, s := range []string{"1", "a_2", "", "99999999999999999999", "_"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, id string) {
-		_ = eventNumber(id)
 	})
 }

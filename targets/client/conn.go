@@ -10,7 +10,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -292,19 +291,4 @@ func readJSON(ctx context.Context, x *exchange) (mcpwire.Message, error) {
 func isJSON(resp *http.Response) bool {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	return mt == mcpwire.ContentTypeJSON
-}
-
-// eventNumber renders an event id as the integer history records carry: the
-// id itself when it is a number, otherwise its trailing digits (go-sdk ids
-// are "<stream>_<n>"), or 0.
-func eventNumber(id string) int64 {
-	if n, err := strconv.ParseInt(id, 10, 64); err == nil {
-		return n
-	}
-	i := len(id)
-	for i > 0 && id[i-1] >= '0' && id[i-1] <= '9' {
-		i--
-	}
-	n, _ := strconv.ParseInt(id[i:], 10, 64)
-	return n
 }

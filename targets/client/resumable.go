@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/chaosrun/chaosrun/targets/history"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
@@ -257,7 +258,7 @@ func (r *resumable) reconnect(ctx context.Context, s *stream, attempt int) (*exc
 	}
 	rec := history.Record{
 		Kind: history.KindReconnect, Call: s.call.ID, Session: s.session, RequestID: s.requestID,
-		Attempt: attempt, LastEventID: eventNumber(s.lastID), DelayUS: delay.Microseconds(),
+		Attempt: attempt, LastEventID: mcpwire.EventNumber(s.lastID), DelayUS: delay.Microseconds(),
 	}
 	x, err := r.conn.resume(ctx, s.lastID)
 	switch {
@@ -281,7 +282,7 @@ func (r *resumable) reconnect(ctx context.Context, s *stream, attempt int) (*exc
 	}
 	rec.Result = "ok"
 	r.record(rec)
-	r.record(history.Record{Kind: history.KindResume, Call: s.call.ID, Session: s.session, RequestID: s.requestID, LastEventID: eventNumber(s.lastID)})
+	r.record(history.Record{Kind: history.KindResume, Call: s.call.ID, Session: s.session, RequestID: s.requestID, LastEventID: mcpwire.EventNumber(s.lastID)})
 	return x, Close{}, nil
 }
 
@@ -290,7 +291,7 @@ func (r *resumable) reconnect(ctx context.Context, s *stream, attempt int) (*exc
 func (r *resumable) gap(s *stream, g *Gap) error {
 	r.record(history.Record{
 		Kind: history.KindGap, Call: s.call.ID, Session: s.session, RequestID: s.requestID,
-		FromEventID: eventNumber(g.From), ToEventID: eventNumber(g.To), Reason: g.Reason,
+		FromEventID: mcpwire.EventNumber(g.From), ToEventID: mcpwire.EventNumber(g.To), Reason: g.Reason,
 	})
 	if err := s.persist(g.To); err != nil {
 		return err

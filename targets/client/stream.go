@@ -149,7 +149,7 @@ func (a *agent) handle(s *stream, ev mcpwire.Event) (*outcome, error) {
 func (a *agent) eventRecord(s *stream, id string, seq int64, detail string) {
 	a.record(history.Record{
 		Kind: history.KindEvent, Call: s.call.ID, Session: s.session, RequestID: s.requestID,
-		EventID: eventNumber(id), Seq: seq, Detail: detail,
+		EventID: mcpwire.EventNumber(id), Seq: seq, Detail: detail,
 	})
 }
 

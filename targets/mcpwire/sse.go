@@ -151,3 +151,18 @@ func (er *EventReader) readLine() (string, error) {
 		}
 	}
 }
+
+// EventNumber renders an SSE event id as the integer histories and the
+// checker carry: the id itself when it is a number, otherwise its trailing
+// digits (the go-sdk's ids are "<stream>_<n>"), or 0.
+func EventNumber(id string) int64 {
+	if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+		return n
+	}
+	i := len(id)
+	for i > 0 && id[i-1] >= '0' && id[i-1] <= '9' {
+		i--
+	}
+	n, _ := strconv.ParseInt(id[i:], 10, 64)
+	return n
+}

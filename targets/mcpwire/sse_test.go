@@ -96,3 +96,18 @@ func FuzzEventReader(f *testing.F) {
 		}
 	})
 }
+
+func TestEventNumber(t *testing.T) {
+	for id, want := range map[string]int64{"": 0, "17": 17, "abc_3": 3, "x": 0, "s-12": 12, "-4": -4} {
+		assert.Equal(t, want, EventNumber(id), id)
+	}
+}
+
+func FuzzEventNumber(f *testing.F) {
+	for _, s := range []string{"1", "a_2", "", "99999999999999999999", "_"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		_ = EventNumber(id)
+	})
+}

@@ -40,6 +40,9 @@ const (
 	MethodToolsCall   = "tools/call"
 	MethodProgress    = "notifications/progress"
 	MethodCancelled   = "notifications/cancelled"
+	// MethodDiscover is how a 2026-07-28 client learns what a server
+	// speaks, in place of the initialize handshake.
+	MethodDiscover = "server/discover"
 )
 
 // EventClose is the SSE event type the reference server sends when it ends

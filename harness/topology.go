@@ -11,6 +11,7 @@ import (
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/spec"
+	"github.com/chaosrun/chaosrun/targets"
 )
 
 // processes lets the fault injector restart and pause agents by role. The
@@ -125,12 +126,12 @@ func serverArgs(p *spec.Plan, ledgerURL string) []string {
 	s := p.Server
 	args := []string{"--target", s.Target, "--ledger", ledgerURL}
 	switch s.Target {
-	case "command":
+	case targets.Command:
 		for _, c := range s.Command {
 			args = append(args, "--command="+c) // "=": an argument may start with a dash
 		}
 		return args
-	case "image":
+	case targets.Image:
 		return append(args, "--image", s.Image)
 	}
 	return append(args,

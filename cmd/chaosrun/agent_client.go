@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/client"
 	"github.com/chaosrun/chaosrun/targets/gosdk"
 	"github.com/chaosrun/chaosrun/targets/history"
@@ -60,7 +61,7 @@ func newClientAgentCmd() *cobra.Command {
 	}
 	f.register(cmd, false)
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "resumable", "client implementation: resumable, naive, go-sdk, mcp-go")
+	fl.StringVar(&f.target, "target", targets.Resumable, "client implementation: resumable, naive, go-sdk, mcp-go")
 	fl.StringVar(&f.opts.Endpoint, "endpoint", "", "the MCP endpoint URL (through the proxy)")
 	fl.StringVar(&f.workloadTmpl, "workload-template", "", "the workload as JSON: {\"clients\": N, \"calls\": [...]}, every client making the same calls")
 	fl.StringVar(&f.workloadFile, "workload", "", "a file holding the workload plan as JSON")

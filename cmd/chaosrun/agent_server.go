@@ -16,6 +16,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/gosdk"
 	"github.com/chaosrun/chaosrun/targets/mcpgo"
 	"github.com/chaosrun/chaosrun/targets/server"
@@ -74,9 +75,9 @@ func newServerAgentCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch f.target {
-			case targetCommand:
+			case targets.Command:
 				return f.runCommand(cmd)
-			case targetImage:
+			case targets.Image:
 				return withCode(exitInvalid, errors.New("server.target image: runs only on the docker runtime (--runtime docker), "+
 					"which starts the image in the server agent's place"))
 			}
@@ -101,7 +102,7 @@ func newServerAgentCmd() *cobra.Command {
 	}
 	f.register(cmd, true)
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "reference", "server implementation: reference, go-sdk, mcp-go, command (image: docker runtime only)")
+	fl.StringVar(&f.target, "target", targets.Reference, "server implementation: reference, go-sdk, mcp-go, command (image: docker runtime only)")
 	fl.StringVar(&f.ledger, "ledger", "", "ledger URL; empty keeps records in memory")
 	fl.IntVar(&f.cfg.RetentionEvents, "retention-events", 1000, "per-session event buffer; 0 = unbounded")
 	fl.DurationVar(&f.cfg.RetentionAge, "retention-age", 0, "evict events older than this; 0 = no limit")
@@ -129,7 +130,7 @@ func (f *serverFlags) recorder() sideeffects.Recorder {
 
 func (f *serverFlags) build(clock runclock.Clock, stderr io.Writer) (serverTarget, error) {
 	switch f.target {
-	case "reference":
+	case targets.Reference:
 		cfg := f.cfg
 		cfg.StorePath = f.path(cfg.StorePath)
 		cfg.AllowedOrigins = f.allowedOrigin
@@ -204,12 +205,6 @@ func serveUntilDone(ctx context.Context, srv serverTarget, ln net.Listener, drai
 	<-errc
 	return withCode(exitHarness, err)
 }
-
-// The bring-your-own server targets.
-const (
-	targetCommand = "command"
-	targetImage   = "image"
-)
 
 // The environment a bring-your-own server command gets (docs/byo-targets.md).
 const (

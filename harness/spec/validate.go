@@ -11,14 +11,15 @@ import (
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/internal/dur"
+	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"gopkg.in/yaml.v3"
 )
 
 // Accepted values of the enumerated fields.
 var (
-	ServerTargets  = []string{"reference", "go-sdk", "mcp-go", "command", "image"}
-	ClientTargets  = []string{"resumable", "naive", "go-sdk", "mcp-go"}
+	ServerTargets  = []string{targets.Reference, targets.GoSDK, targets.MCPGo, targets.Command, targets.Image}
+	ClientTargets  = []string{targets.Resumable, targets.Naive, targets.GoSDK, targets.MCPGo}
 	Unresumable    = []string{"gone", "silent_head"}
 	EventStores    = []string{"memory", "file"}
 	Cursors        = []string{"memory", "file"}
@@ -40,7 +41,7 @@ func (x *Experiment) applyDefaults() {
 	if _, set := x.nodes["time_scale"]; !set {
 		x.TimeScale = 1
 	}
-	def(&x.Server.Target, "reference")
+	def(&x.Server.Target, targets.Reference)
 	def(&x.Server.OnUnresumable, "gone")
 	def(&x.Server.EventStore, "memory")
 	if _, set := x.nodes["server.retention_events"]; !set {
@@ -49,7 +50,7 @@ func (x *Experiment) applyDefaults() {
 	if _, set := x.nodes["server.session_ttl"]; !set {
 		x.Server.SessionTTL = dur.Duration(10 * time.Minute)
 	}
-	def(&x.Client.Target, "resumable")
+	def(&x.Client.Target, targets.Resumable)
 	def(&x.Client.Cursor, "memory")
 	def(&x.Client.Protocol, mcpwire.LatestVersion)
 	if x.Client.Backoff.Initial == 0 {
@@ -104,23 +105,23 @@ func (x *Experiment) validateServer(bad badFunc, oneOf oneOfFunc) {
 		bad("server.retention_events", "must be 0 (unbounded) or more, got %d", s.RetentionEvents)
 	}
 	switch {
-	case s.Target == "command" && len(s.Command) == 0:
+	case s.Target == targets.Command && len(s.Command) == 0:
 		bad("server.command", "is required when server.target is command")
-	case s.Target != "command" && len(s.Command) > 0:
+	case s.Target != targets.Command && len(s.Command) > 0:
 		bad("server.command", "is only used when server.target is command")
-	case s.Target == "image" && s.Image == "":
+	case s.Target == targets.Image && s.Image == "":
 		bad("server.image", "is required when server.target is image")
-	case s.Target != "image" && s.Image != "":
+	case s.Target != targets.Image && s.Image != "":
 		bad("server.image", "is only used when server.target is image")
 	}
-	if s.Target != "reference" {
+	if s.Target != targets.Reference {
 		for _, knob := range referenceOnly {
 			if _, set := x.nodes["server."+knob]; set {
 				bad("server."+knob, "only the reference server has this knob (server.target is %s)", s.Target)
 			}
 		}
 	}
-	if s.Target == "command" || s.Target == "image" {
+	if s.Target == targets.Command || s.Target == targets.Image {
 		for _, knob := range sdkKnobs {
 			if _, set := x.nodes["server."+knob]; set {
 				bad("server."+knob, "a bring-your-own server is given no knobs, only its environment (server.target is %s)", s.Target)
@@ -148,14 +149,14 @@ func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
 	if !mcpwire.SupportedVersion(c.Protocol) {
 		bad("client.protocol", "must be one of %s, got %q", strings.Join(mcpwire.Versions, ", "), c.Protocol)
 	}
-	if c.Target == "go-sdk" || c.Target == "mcp-go" {
+	if c.Target == targets.GoSDK || c.Target == targets.MCPGo {
 		for _, knob := range sdkClientOnly {
 			if _, set := x.nodes["client."+knob]; set {
 				bad("client."+knob, "the %s client does not take this knob (only backoff.retries)", c.Target)
 			}
 		}
 	}
-	if c.Target == "naive" && c.Cursor == "file" {
+	if c.Target == targets.Naive && c.Cursor == "file" {
 		bad("client.cursor", "the naive client keeps no cursor; use the resumable client for a file cursor")
 	}
 	if c.Backoff.Max < c.Backoff.Initial {
@@ -302,7 +303,7 @@ func (x *Experiment) Node(path string) *yaml.Node { return x.nodes[path] }
 // target the named runtime (local or docker) cannot run: target image runs
 // only on the docker runtime, which starts the image itself.
 func (x *Experiment) CheckRuntime(runtime string) error {
-	if x.Server.Target != "image" || runtime == "docker" {
+	if x.Server.Target != targets.Image || runtime == "docker" {
 		return nil
 	}
 	ps := &problems{file: x.Path}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/history"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
@@ -17,8 +18,8 @@ import (
 
 // Target names.
 const (
-	TargetNaive     = "naive"
-	TargetResumable = "resumable"
+	TargetNaive     = targets.Naive
+	TargetResumable = targets.Resumable
 )
 
 // defaultBackoff is used when Options.Backoff is entirely zero.

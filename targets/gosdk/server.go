@@ -12,12 +12,13 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkcommon"
 )
 
 // Target names this SDK in histories, ledger sources and control answers.
-const Target = "go-sdk"
+const Target = targets.GoSDK
 
 // SDKVersion is the pinned version of github.com/modelcontextprotocol/go-sdk.
 const SDKVersion = "v1.8.0"

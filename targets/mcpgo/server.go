@@ -15,12 +15,13 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkcommon"
 )
 
 // Target names this SDK in histories, ledger sources and control answers.
-const Target = "mcp-go"
+const Target = targets.MCPGo
 
 // SDKVersion is the pinned version of github.com/mark3labs/mcp-go.
 const SDKVersion = "v1.2.1"

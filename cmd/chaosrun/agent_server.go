@@ -8,15 +8,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets"
+	"github.com/chaosrun/chaosrun/targets/byo"
 	"github.com/chaosrun/chaosrun/targets/gosdk"
 	"github.com/chaosrun/chaosrun/targets/mcpgo"
 	"github.com/chaosrun/chaosrun/targets/server"
@@ -44,16 +43,14 @@ type serverFlags struct {
 
 // serverLong is the server agent's help, and the contract of the
 // bring-your-own targets (docs/byo-targets.md tells the whole of it).
-const serverLong = `Serve the MCP server under test on /mcp: the reference server, an SDK's (go-sdk, mcp-go), or a
+func serverLong() string {
+	return `Serve the MCP server under test on /mcp: the reference server, an SDK's (go-sdk, mcp-go), or a
 bring-your-own command (--target command --command ARG --command ARG ...).
 
 A command is started as this agent's child, in the runner's working directory (a relative command
 path resolves there, not against --state; a bare name is looked up in PATH), with this environment:
 
-  CHAOSRUN_LISTEN_ADDR     host:port the command must listen on (MCP endpoint: /mcp)
-  CHAOSRUN_LEDGER_URL      the ledger: POST records as JSON to $CHAOSRUN_LEDGER_URL/records
-  CHAOSRUN_BASE_UNIX_NANO  the run clock: a record's t_us is microseconds since this instant
-  CHAOSRUN_STATE_DIR       a folder that survives restarts of the server
+` + byo.EnvHelp() + `
 
 For --addr with port 0 the agent picks a free port. The command's stdout and stderr go to the
 agent's stderr. Once the address accepts TCP connections (within --ready-timeout; if the command
@@ -65,13 +62,14 @@ is killed too.
 
 --target image is served by the docker runtime, which runs the image in this agent's place; the
 agent itself refuses it.`
+}
 
 func newServerAgentCmd() *cobra.Command {
 	var f serverFlags
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Serve an MCP server under test (the reference server, an SDK's, or your own command) on /mcp",
-		Long:  serverLong,
+		Long:  serverLong(),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch f.target {
@@ -116,7 +114,7 @@ func newServerAgentCmd() *cobra.Command {
 	fl.StringSliceVar(&f.allowedOrigin, "allowed-origin", nil, "allowed Origin values (repeatable); empty allows any")
 	fl.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running tools may finish")
 	fl.StringArrayVar(&f.command, "command", nil, "target command: the command and its arguments, one flag each")
-	fl.DurationVar(&f.readyTimeout, "ready-timeout", 15*time.Second, "target command: how long the command may take to accept connections")
+	fl.DurationVar(&f.readyTimeout, "ready-timeout", byo.DefaultReadyTimeout, "target command: how long the command may take to accept connections")
 	fl.StringVar(&f.image, "image", "", "target image: the image the docker runtime runs in this agent's place")
 	return cmd
 }
@@ -206,24 +204,10 @@ func serveUntilDone(ctx context.Context, srv serverTarget, ln net.Listener, drai
 	return withCode(exitHarness, err)
 }
 
-// The environment a bring-your-own server command gets (docs/byo-targets.md).
-const (
-	envListenAddr = "CHAOSRUN_LISTEN_ADDR"
-	envLedgerURL  = "CHAOSRUN_LEDGER_URL"
-	envBase       = "CHAOSRUN_BASE_UNIX_NANO"
-	envStateDir   = "CHAOSRUN_STATE_DIR"
-)
-
-// readyPoll is how often readiness is probed while a command starts.
-const readyPoll = 10 * time.Millisecond
-
-// runCommand serves target command: it starts the command with the
-// bring-your-own environment, announces its address once it accepts
+// runCommand serves target command: it starts the command under the
+// bring-your-own contract, announces its address once it accepts
 // connections, and stops it on SIGTERM (see serverLong).
 func (f *serverFlags) runCommand(cmd *cobra.Command) error {
-	if len(f.command) == 0 {
-		return withCode(exitInvalid, errors.New("--command: target command needs the command to run"))
-	}
 	// The agent must forward SIGTERM however it was started, so it catches
 	// the signal itself.
 	ctx, stopSignals := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
@@ -234,148 +218,19 @@ func (f *serverFlags) runCommand(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	state, err := filepath.Abs(f.state)
-	if err == nil {
-		err = os.MkdirAll(state, 0o755)
+	sup := &byo.Supervisor{
+		Command:      f.command,
+		Env:          byo.Env{ListenAddr: f.addr, LedgerURL: f.ledger, Clock: clock, StateDir: f.state},
+		Output:       cmd.ErrOrStderr(),
+		ReadyTimeout: f.readyTimeout,
+		Drain:        f.drain,
 	}
-	if err != nil {
-		return withCode(exitHarness, fmt.Errorf("--state: %w", err))
-	}
-	addr, err := pickAddr(f.addr)
-	if err != nil {
+	if err := sup.Start(ctx); err != nil {
+		if errors.Is(err, byo.ErrNoCommand) {
+			return withCode(exitInvalid, fmt.Errorf("--command: %w", err))
+		}
 		return withCode(exitHarness, err)
 	}
-	env := []string{envListenAddr + "=" + addr, envLedgerURL + "=" + f.ledger,
-		envBase + "=" + clock.String(), envStateDir + "=" + state}
-	child, err := startChild(f.command, env, cmd.ErrOrStderr())
-	if err != nil {
-		return withCode(exitHarness, err)
-	}
-	if err := child.awaitListening(ctx, addr, f.readyTimeout); err != nil {
-		return withCode(exitHarness, errors.Join(err, child.stop(f.drain)))
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "http://%s\n", addr)
-	select {
-	case <-child.exited:
-		return withCode(exitHarness, fmt.Errorf("server command %s exited while serving: %s", child.name, child.status()))
-	case <-ctx.Done():
-	}
-	return withCode(exitHarness, child.stop(f.drain))
-}
-
-// pickAddr returns addr, or for port 0 a free port the kernel picked: bound
-// and released at once, so the command can bind it. A restart is given the
-// concrete address back and keeps it.
-func pickAddr(addr string) (string, error) {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("--addr %q: %w", addr, err)
-	}
-	if port != "0" {
-		return addr, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("pick a port on %s: %w", addr, err)
-	}
-	picked := ln.Addr().String()
-	return picked, ln.Close()
-}
-
-// child is a running server command.
-type child struct {
-	name   string
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once the command has exited and err is set
-	err    error
-}
-
-// startChild starts argv with env added to the agent's environment and its
-// output on log. It stays in the agent's process group: the runtimes'
-// crash and pause faults signal the group.
-func startChild(argv, env []string, log io.Writer) (*child, error) {
-	c := exec.Command(argv[0], argv[1:]...)
-	c.Env = append(os.Environ(), env...)
-	c.Stdout, c.Stderr = log, log
-	c.WaitDelay = time.Second // a grandchild holding the output open cannot stall the exit
-	// If the agent dies without stopping it (SIGKILL of the agent alone),
-	// the command goes too.
-	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := c.Start(); err != nil {
-		return nil, fmt.Errorf("start server command: %w", err)
-	}
-	ch := &child{name: argv[0], cmd: c, exited: make(chan struct{})}
-	go func() {
-		ch.err = c.Wait()
-		close(ch.exited)
-	}()
-	return ch, nil
-}
-
-// status describes how the command exited; call it once exited is closed.
-func (c *child) status() string {
-	if c.err == nil {
-		return "exit status 0"
-	}
-	return c.err.Error()
-}
-
-// awaitListening waits until addr accepts TCP connections, for at most
-// timeout; it fails at once, with the exit status, if the command exits.
-func (c *child) awaitListening(ctx context.Context, addr string, timeout time.Duration) error {
-	probe := dialable(addr)
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(readyPoll)
-	defer tick.Stop()
-	for {
-		if conn, err := net.DialTimeout("tcp", probe, readyPoll*10); err == nil {
-			conn.Close()
-			return nil
-		}
-		select {
-		case <-c.exited:
-			return fmt.Errorf("server command %s exited before it listened on %s: %s", c.name, addr, c.status())
-		case <-deadline.C:
-			return fmt.Errorf("server command %s did not listen on %s within %s", c.name, addr, timeout)
-		case <-ctx.Done():
-			return fmt.Errorf("server command %s: stopped before it listened: %w", c.name, ctx.Err())
-		case <-tick.C:
-		}
-	}
-}
-
-// dialable turns a listen address into one to dial: an unspecified host
-// (0.0.0.0, ::, empty) is reached on loopback.
-func dialable(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		return net.JoinHostPort("127.0.0.1", port)
-	}
-	return addr
-}
-
-// stop sends the command SIGTERM and waits up to drain for it to exit, then
-// kills it. How a command exits after SIGTERM is its own business: only a
-// kill is reported as an error.
-func (c *child) stop(drain time.Duration) error {
-	select {
-	case <-c.exited:
-		return nil
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	timer := time.NewTimer(drain)
-	defer timer.Stop()
-	select {
-	case <-c.exited:
-		return nil
-	case <-timer.C:
-	}
-	_ = c.cmd.Process.Kill()
-	<-c.exited
-	return fmt.Errorf("server command %s did not exit within %s of SIGTERM: killed", c.name, drain)
+	fmt.Fprintf(cmd.OutOrStdout(), "http://%s\n", sup.Addr())
+	return withCode(exitHarness, sup.Serve(ctx))
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"net"
 	"net/http"
 	"os"
@@ -194,70 +193,4 @@ func TestServerAgentForwardsSIGTERMToTheCommand(t *testing.T) {
 	assert.Contains(t, logs.String(), "byo-server stopping", "the command got SIGTERM and stopped gracefully")
 	_, err = http.Get(url + "/mcp")
 	require.Error(t, err, "the command is gone with the agent")
-}
-
-func TestChildIgnoringSIGTERMIsKilledAfterTheDrain(t *testing.T) {
-	c, err := startChild([]string{"sh", "-c", "trap '' TERM; exec sleep 30"}, nil, os.Stderr)
-	require.NoError(t, err)
-	comm := "/proc/" + strconv.Itoa(c.cmd.Process.Pid) + "/comm"
-	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(comm)
-		return err == nil && strings.TrimSpace(string(b)) == "sleep"
-	}, 5*time.Second, time.Millisecond, "the shell ignores SIGTERM and has become sleep, which inherits that")
-	began := time.Now()
-	err = c.stop(50 * time.Millisecond)
-	require.ErrorContains(t, err, "did not exit within 50ms of SIGTERM: killed")
-	assert.Less(t, time.Since(began), 5*time.Second)
-	assert.Contains(t, c.status(), "killed")
-}
-
-func TestChildReadiness(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	listening := ln.Addr().String()
-	free, err := pickAddr("127.0.0.1:0")
-	require.NoError(t, err)
-	tests := []struct {
-		name string
-		argv []string
-		addr string
-		want string // "" = ready
-	}{
-		{"listening", []string{"sleep", "30"}, listening, ""},
-		{"exits first", []string{"sh", "-c", "exit 5"}, free, "exited before it listened on " + free + ": exit status 5"},
-		{"never listens", []string{"sleep", "30"}, free, "did not listen on " + free + " within 200ms"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := startChild(tc.argv, nil, os.Stderr)
-			require.NoError(t, err)
-			defer func() { _ = c.stop(time.Second) }()
-			err = c.awaitListening(context.Background(), tc.addr, 200*time.Millisecond)
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorContains(t, err, tc.want)
-		})
-	}
-}
-
-func TestPickAddr(t *testing.T) {
-	got, err := pickAddr("127.0.0.1:0")
-	require.NoError(t, err)
-	_, port, _ := net.SplitHostPort(got)
-	assert.NotEqual(t, "0", port)
-	ln, err := net.Listen("tcp", got)
-	require.NoError(t, err, "the picked port is free again")
-	ln.Close()
-
-	got, err = pickAddr("127.0.0.1:4242")
-	require.NoError(t, err)
-	assert.Equal(t, "127.0.0.1:4242", got, "a restart keeps its concrete address")
-	_, err = pickAddr("no-port")
-	require.Error(t, err)
-	assert.Equal(t, "127.0.0.1:80", dialable("0.0.0.0:80"))
-	assert.Equal(t, "127.0.0.1:80", dialable("[::]:80"))
-	assert.Equal(t, "127.0.0.2:80", dialable("127.0.0.2:80"))
 }

@@ -1,6 +1,7 @@
 // Command byo-server is a minimal bring-your-own MCP server for chaosrun: a
-// program that knows nothing of chaosrun's code, only the environment
-// contract of `target: command` and `target: image` (docs/byo-targets.md).
+// program that knows nothing of chaosrun's code but the names of the
+// environment contract of `target: command` and `target: image`
+// (docs/byo-targets.md), which it takes from package targets/byo.
 //
 // It serves MCP Streamable HTTP on /mcp with the official Go SDK and two
 // tools with the argument shapes every chaosrun target has:
@@ -12,12 +13,12 @@
 // encoding/json: call_started and call_finished around every call, one
 // charge per completed charge, one event_emitted per progress notification.
 //
-// Environment:
+// Environment (the names are byo's constants):
 //
-//	CHAOSRUN_LISTEN_ADDR     host:port to listen on (default 127.0.0.1:8080)
-//	CHAOSRUN_LEDGER_URL      POST records to $CHAOSRUN_LEDGER_URL/records; empty logs them instead
-//	CHAOSRUN_BASE_UNIX_NANO  the run clock: t_us is microseconds since it (default: start time)
-//	CHAOSRUN_STATE_DIR       a folder that survives restarts; one line per start goes to its file "starts"
+//	byo.EnvListenAddr  host:port to listen on (default 127.0.0.1:8080)
+//	byo.EnvLedgerURL   POST records to its /records; empty logs them instead
+//	byo.EnvBase        the run clock: t_us is microseconds since it (default: start time)
+//	byo.EnvStateDir    a folder that survives restarts; one line per start goes to its file "starts"
 //
 // On SIGTERM it stops taking connections and lets open requests (running
 // tools) finish for up to 5 s; a tool still running then ends with an error
@@ -44,6 +45,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chaosrun/chaosrun/targets/byo"
 )
 
 // requestIDHeader carries a tools/call's JSON-RPC id from the HTTP wrapper
@@ -63,17 +66,17 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	addr := envOr("CHAOSRUN_LISTEN_ADDR", "127.0.0.1:8080")
+	addr := envOr(byo.EnvListenAddr, "127.0.0.1:8080")
 	base := time.Now()
-	if s := os.Getenv("CHAOSRUN_BASE_UNIX_NANO"); s != "" {
+	if s := os.Getenv(byo.EnvBase); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return fmt.Errorf("CHAOSRUN_BASE_UNIX_NANO: %w", err)
+			return fmt.Errorf("%s: %w", byo.EnvBase, err)
 		}
 		base = time.Unix(0, n)
 	}
-	l := &ledger{url: os.Getenv("CHAOSRUN_LEDGER_URL"), base: base, hc: &http.Client{Timeout: 10 * time.Second}}
-	if err := noteStart(os.Getenv("CHAOSRUN_STATE_DIR"), addr); err != nil {
+	l := &ledger{url: os.Getenv(byo.EnvLedgerURL), base: base, hc: &http.Client{Timeout: 10 * time.Second}}
+	if err := noteStart(os.Getenv(byo.EnvStateDir), addr); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -110,7 +113,7 @@ func envOr(key, def string) string {
 	return def
 }
 
-// noteStart appends one line per start to $CHAOSRUN_STATE_DIR/starts.
+// noteStart appends one line per start to the file starts in the state folder.
 func noteStart(dir, addr string) error {
 	if dir == "" {
 		return nil

@@ -84,24 +84,24 @@ func (e *experiment) logDir() string { return filepath.Join(e.dir, "logs") }
 
 func (e *experiment) stateDir(role string) string { return filepath.Join(e.dir, "state", role) }
 
-func (e *experiment) start(ctx context.Context, role string, port int, args ...string) (agent.Process, error) {
-	args = append(args, "--base", e.clock.String())
+// start starts the agent of spec, which gives its role, port, arguments
+// and ledger; start adds the run's clock and the agent's folders.
+func (e *experiment) start(ctx context.Context, spec agent.Spec) (agent.Process, error) {
+	spec.Clock = e.clock
 	if e.verbose {
-		args = append(args, "-v")
+		spec.Args = append(spec.Args, "-v")
 	}
-	logPath := filepath.Join(e.logDir(), role+".log")
-	p, err := e.rt.Start(ctx, agent.Spec{
-		Role: role, Args: args, StateDir: e.stateDir(role), LogPath: logPath,
-		Port: port, Serves: role != agent.RoleClient,
-	})
+	spec.StateDir, spec.LogPath = e.stateDir(spec.Role), filepath.Join(e.logDir(), spec.Role+".log")
+	spec.Serves = spec.Role != agent.RoleClient
+	p, err := e.rt.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
 	if e.verbose {
-		e.progress("%s started: url %q, log %s", role, p.URL(), logPath)
+		e.progress("%s started: url %q, log %s", spec.Role, p.URL(), spec.LogPath)
 	}
-	e.procs[role] = p
-	e.faulted.add(role, p)
+	e.procs[spec.Role] = p
+	e.faulted.add(spec.Role, p)
 	return p, nil
 }
 
@@ -109,15 +109,15 @@ func (e *experiment) start(ctx context.Context, role string, port int, args ...s
 // between client and server.
 func (e *experiment) startTopology(ctx context.Context) error {
 	e.progress("starting ledger, server and proxy")
-	ledger, err := e.start(ctx, agent.RoleLedger, 8080, "--store", ledgerState)
+	ledger, err := e.start(ctx, agent.Spec{Role: agent.RoleLedger, Port: 8080, Args: []string{"--store", ledgerState}})
 	if err != nil {
 		return err
 	}
-	server, err := e.start(ctx, agent.RoleServer, 8080, serverArgs(e.plan, "http://"+ledger.PeerAddr())...)
+	server, err := e.start(ctx, serverSpec(e.plan, "http://"+ledger.PeerAddr()))
 	if err != nil {
 		return err
 	}
-	proxy, err := e.start(ctx, agent.RoleProxy, 8474)
+	proxy, err := e.start(ctx, agent.Spec{Role: agent.RoleProxy, Port: 8474})
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("faults due at start: %w", err)
 	}
 	e.progress("workload: %d client(s), %s client, %s server", len(e.plan.Workload.Clients), e.plan.Client.Target, e.plan.Server.Target)
-	client, err := e.start(ctx, agent.RoleClient, 0, clientArgs(e.plan, e.endpoint)...)
+	client, err := e.start(ctx, agent.Spec{Role: agent.RoleClient, Args: clientArgs(e.plan, e.endpoint)})
 	if err != nil {
 		return 0, err
 	}

@@ -119,12 +119,22 @@ func (d *dueTracker) wait(ctx context.Context) error {
 	}
 }
 
+// serverSpec is the server agent of a plan, writing to the ledger at
+// ledgerURL; for target image, the image the runtime runs in its place.
+func serverSpec(p *spec.Plan, ledgerURL string) agent.Spec {
+	s := agent.Spec{Role: agent.RoleServer, Port: 8080, LedgerURL: ledgerURL, Args: serverArgs(p)}
+	if p.Server.Target == targets.Image {
+		s.Image = p.Server.Image
+	}
+	return s
+}
+
 // serverArgs are the server agent's flags for a plan. A bring-your-own
 // target gets only what its environment is made of: the knobs of the
-// built-in servers mean nothing to it.
-func serverArgs(p *spec.Plan, ledgerURL string) []string {
+// built-in servers mean nothing to it, and an image is given none at all.
+func serverArgs(p *spec.Plan) []string {
 	s := p.Server
-	args := []string{"--target", s.Target, "--ledger", ledgerURL}
+	args := []string{"--target", s.Target}
 	switch s.Target {
 	case targets.Command:
 		for _, c := range s.Command {
@@ -132,7 +142,7 @@ func serverArgs(p *spec.Plan, ledgerURL string) []string {
 		}
 		return args
 	case targets.Image:
-		return append(args, "--image", s.Image)
+		return args
 	}
 	return append(args,
 		"--retention-events", strconv.Itoa(s.RetentionEvents), "--retention-age", s.RetentionAge.String(),

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/spec"
 )
 
@@ -12,20 +13,26 @@ func TestServerArgsGiveABringYourOwnServerOnlyItsEnvironment(t *testing.T) {
 	tests := []struct {
 		name   string
 		server spec.ServerPlan
-		want   []string
+		args   []string
+		image  string
 	}{
 		{"command", spec.ServerPlan{Target: "command", Command: []string{"./srv", "-v", "--port=1"}, RetentionEvents: 1000},
-			[]string{"--target", "command", "--ledger", "http://ledger:8080", "--command=./srv", "--command=-v", "--command=--port=1"}},
+			[]string{"--target", "command", "--command=./srv", "--command=-v", "--command=--port=1"}, ""},
 		{"image", spec.ServerPlan{Target: "image", Image: "me/srv:1", RetentionEvents: 1000},
-			[]string{"--target", "image", "--ledger", "http://ledger:8080", "--image", "me/srv:1"}},
+			[]string{"--target", "image"}, "me/srv:1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, serverArgs(&spec.Plan{Server: tc.server}, "http://ledger:8080"))
+			s := serverSpec(&spec.Plan{Server: tc.server}, "http://ledger:8080")
+			assert.Equal(t, agent.RoleServer, s.Role)
+			assert.Equal(t, tc.args, s.Args)
+			assert.Equal(t, "http://ledger:8080", s.LedgerURL, "the ledger is the runtime's to pass on, as a flag or in the environment")
+			assert.Equal(t, tc.image, s.Image)
 		})
 	}
-	ref := serverArgs(&spec.Plan{Server: spec.ServerPlan{Target: "reference", RetentionEvents: 7, OnUnresumable: "gone"}}, "http://l")
-	assert.Subset(t, ref, []string{"--retention-events", "7", "--on-unresumable", "gone"}, "the built-in servers get their knobs")
+	ref := serverSpec(&spec.Plan{Server: spec.ServerPlan{Target: "reference", RetentionEvents: 7, OnUnresumable: "gone"}}, "http://l")
+	assert.Subset(t, ref.Args, []string{"--retention-events", "7", "--on-unresumable", "gone"}, "the built-in servers get their knobs")
+	assert.Empty(t, ref.Image)
 }
 
 func TestClientArgsStayShortWhateverTheNumberOfClients(t *testing.T) {

@@ -7,6 +7,8 @@ package agent
 import (
 	"context"
 	"errors"
+
+	"github.com/chaosrun/chaosrun/internal/runclock"
 )
 
 // Roles of an experiment's agents.
@@ -23,9 +25,10 @@ var ErrNotRunning = errors.New("agent not running")
 // Spec describes one agent to start.
 type Spec struct {
 	Role string
-	// Args follow "chaosrun agent <role>". The runtime adds --addr (the
-	// listen address, kept across restarts so peers can reconnect) and
-	// --state (where the agent sees StateDir) itself; relative file paths
+	// Args follow "chaosrun agent <role>". The runtime adds the flags it
+	// owns (see CommandLine): --addr (the listen address, kept across
+	// restarts so peers can reconnect), --state (where the agent sees
+	// StateDir), and the flags of Clock and LedgerURL; relative file paths
 	// in Args are resolved by the agent against --state.
 	Args []string
 	// Env is extra environment for the agent (KEY=value).
@@ -40,6 +43,35 @@ type Spec struct {
 	Port int
 	// Serves is false for an agent that prints no URL (the client).
 	Serves bool
+	// Clock is the run's base clock, the zero of every time the agent
+	// records (--base). A zero Clock lets the agent count from its start.
+	Clock runclock.Clock
+	// LedgerURL is the ledger as the agent reaches it (--ledger, a
+	// server's); "" for an agent that writes no ledger.
+	LedgerURL string
+	// Image, for a server, is a bring-your-own image (server.target image)
+	// to run in the agent's place: with its own entrypoint and command, and
+	// the environment of targets/byo made of Port, LedgerURL, Clock and the
+	// state folder instead of Args. "" runs the agent. Only a runtime that
+	// runs containers runs images.
+	Image string
+}
+
+// CommandLine is the agent's command line after the binary: "agent ROLE",
+// the state folder as the agent sees it, a serving agent's listen address,
+// the flags of Clock and LedgerURL, then Args.
+func (s Spec) CommandLine(state, addr string) []string {
+	a := []string{"agent", s.Role, "--state", state}
+	if s.Serves {
+		a = append(a, "--addr", addr)
+	}
+	if !s.Clock.Base().IsZero() {
+		a = append(a, "--base", s.Clock.String())
+	}
+	if s.LedgerURL != "" {
+		a = append(a, "--ledger", s.LedgerURL)
+	}
+	return append(a, s.Args...)
 }
 
 // Runtime starts agents for one experiment and removes every one of them on

@@ -2,29 +2,24 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
+	"maps"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/targets/byo"
 )
 
 // A bring-your-own server image (server.target image) runs in the server
-// agent's place. The runner asks for one with a server Spec whose Args hold
-// "--target image --image REF"; the runtime then starts REF with its own
-// entrypoint, command and user, and hands it the contract of
-// docs/byo-targets.md through the environment:
-//
-//	CHAOSRUN_LISTEN_ADDR     0.0.0.0:<Spec.Port>
-//	CHAOSRUN_LEDGER_URL      the Args' --ledger
-//	CHAOSRUN_BASE_UNIX_NANO  the Args' --base
-//	CHAOSRUN_STATE_DIR       StateDir, the labelled state volume
+// agent's place. The runner asks for one with a server Spec whose Image
+// names it; the runtime then starts that image with its own entrypoint,
+// command and user, and hands it the contract of targets/byo through the
+// environment (byo.Env): the listen address 0.0.0.0:<Spec.Port>, the ledger
+// Spec.LedgerURL, the clock Spec.Clock, and StateDir, the labelled state
+// volume, as the state folder.
 //
 // Everything else is as for an agent: network alias, labels, the state
 // volume, the published port, cleanup, and restart, crash and pause. Two
@@ -36,32 +31,23 @@ import (
 // cannot be gained. StateDir is writable by the image's user only if the
 // image holds that folder owned by its user, or runs as root: a new volume
 // takes the ownership of the folder it is mounted on.
-const (
-	envListenAddr = "CHAOSRUN_LISTEN_ADDR"
-	envLedgerURL  = "CHAOSRUN_LEDGER_URL"
-	envBase       = "CHAOSRUN_BASE_UNIX_NANO"
-	envStateDir   = "CHAOSRUN_STATE_DIR"
-)
 
 // portPoll is how often an image target's port is probed while it starts.
 const portPoll = 50 * time.Millisecond
 
-// imageTarget returns the image a server spec asks to run in the agent's
-// place, and whether it asks for one.
-func imageTarget(spec agent.Spec) (string, bool) {
-	if spec.Role != agent.RoleServer || flagValue(spec.Args, "target") != "image" {
-		return "", false
+// imageOf returns the image a spec asks to run in the agent's place, "" for
+// none; only the server can be replaced by an image.
+func imageOf(spec agent.Spec) (string, error) {
+	if spec.Image != "" && spec.Role != agent.RoleServer {
+		return "", fmt.Errorf("image %s: only the server agent can be an image, not the %s", spec.Image, spec.Role)
 	}
-	return flagValue(spec.Args, "image"), true
+	return spec.Image, nil
 }
 
 // checkImageTarget makes sure the daemon holds the image. It is never
 // pulled: no registry may be reachable, and a pull would only retry until
 // the experiment's deadline.
 func (r *Runtime) checkImageTarget(ctx context.Context, image string) error {
-	if image == "" {
-		return errors.New("server.target image: no --image given")
-	}
 	if _, err := r.cli.ImageInspect(ctx, image); err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("server.image %s: not on the Docker daemon (chaosrun does not pull images: build or load it first)", image)
@@ -71,33 +57,11 @@ func (r *Runtime) checkImageTarget(ctx context.Context, image string) error {
 	return nil
 }
 
-// flagValue returns the value of the last --name VALUE or --name=VALUE in
-// args, or "".
-func flagValue(args []string, name string) string {
-	v := ""
-	for i, a := range args {
-		switch {
-		case a == "--"+name && i+1 < len(args):
-			v = args[i+1]
-		case strings.HasPrefix(a, "--"+name+"="):
-			v = strings.TrimPrefix(a, "--"+name+"=")
-		}
-	}
-	return v
-}
-
 // imageEnv is the environment of an image target: the contract, then
 // Spec.Env.
 func imageEnv(spec agent.Spec) map[string]string {
-	env := map[string]string{
-		envListenAddr: net.JoinHostPort("0.0.0.0", strconv.Itoa(spec.Port)),
-		envLedgerURL:  flagValue(spec.Args, "ledger"),
-		envBase:       flagValue(spec.Args, "base"),
-		envStateDir:   StateDir,
-	}
-	for k, v := range envMap(spec.Env) {
-		env[k] = v
-	}
+	env := envMap(byo.Env{ListenAddr: listenAddr(spec), LedgerURL: spec.LedgerURL, Clock: spec.Clock, StateDir: StateDir}.Environ())
+	maps.Copy(env, envMap(spec.Env))
 	return env
 }
 
@@ -121,10 +85,10 @@ func (p *process) awaitPort(ctx context.Context, exited <-chan struct{}) error {
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("image %s exited before its port %d answered (see %s)", p.image, p.spec.Port, p.spec.LogPath)
+			return fmt.Errorf("image %s exited before its port %d answered (see %s)", p.spec.Image, p.spec.Port, p.spec.LogPath)
 		case <-deadline.C:
 			p.kill()
-			return fmt.Errorf("image %s: port %d did not answer HTTP within %s (see %s)", p.image, p.spec.Port, p.rt.readyTimeout, p.spec.LogPath)
+			return fmt.Errorf("image %s: port %d did not answer HTTP within %s (see %s)", p.spec.Image, p.spec.Port, p.rt.readyTimeout, p.spec.LogPath)
 		case <-ctx.Done():
 			p.kill()
 			return ctx.Err()

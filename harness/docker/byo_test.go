@@ -18,34 +18,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/internal/runclock"
 )
 
-func TestImageTargetIsReadFromTheServerArgs(t *testing.T) {
-	tests := []struct {
-		name  string
-		spec  agent.Spec
-		image string
-		ok    bool
-	}{
-		{"image target", agent.Spec{Role: agent.RoleServer, Args: []string{"--target", "image", "--image", "me/srv:1"}}, "me/srv:1", true},
-		{"equals form", agent.Spec{Role: agent.RoleServer, Args: []string{"--target=image", "--image=me/srv:2"}}, "me/srv:2", true},
-		{"no image named", agent.Spec{Role: agent.RoleServer, Args: []string{"--target", "image"}}, "", true},
-		{"reference server", agent.Spec{Role: agent.RoleServer, Args: []string{"--target", "reference"}}, "", false},
-		{"command target", agent.Spec{Role: agent.RoleServer, Args: []string{"--target", "command", "--command=image"}}, "", false},
-		{"another role", agent.Spec{Role: agent.RoleClient, Args: []string{"--target", "image", "--image", "x"}}, "", false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			image, ok := imageTarget(tc.spec)
-			assert.Equal(t, tc.ok, ok)
-			assert.Equal(t, tc.image, image)
-		})
-	}
+func TestOnlyTheServerIsReplacedByAnImage(t *testing.T) {
+	image, err := imageOf(agent.Spec{Role: agent.RoleServer, Image: "me/srv:1"})
+	require.NoError(t, err)
+	assert.Equal(t, "me/srv:1", image)
+	image, err = imageOf(agent.Spec{Role: agent.RoleServer})
+	require.NoError(t, err)
+	assert.Empty(t, image, "no image: the agent runs")
+	_, err = imageOf(agent.Spec{Role: agent.RoleClient, Image: "x"})
+	require.ErrorContains(t, err, "only the server agent can be an image, not the client")
 }
 
 func TestImageTargetEnvironmentIsTheContract(t *testing.T) {
-	spec := agent.Spec{Role: agent.RoleServer, Port: 8080, Env: []string{"EXTRA=1"},
-		Args: []string{"--target", "image", "--image", "x", "--ledger", "http://ledger:8080", "--base", "1700000000000000000"}}
+	spec := agent.Spec{Role: agent.RoleServer, Port: 8080, Env: []string{"EXTRA=1"}, Image: "x",
+		LedgerURL: "http://ledger:8080", Clock: runclock.FromUnixNano(1700000000000000000)}
 	assert.Equal(t, map[string]string{
 		"CHAOSRUN_LISTEN_ADDR":    "0.0.0.0:8080",
 		"CHAOSRUN_LEDGER_URL":     "http://ledger:8080",
@@ -85,8 +74,8 @@ func exampleImage(t *testing.T) string {
 }
 
 func imageServer(image string) agent.Spec {
-	return agent.Spec{Role: agent.RoleServer, Serves: true, Port: 8080,
-		Args: []string{"--target", "image", "--image", image, "--ledger", "http://ledger:8080", "--base", "1700000000000000000"}}
+	return agent.Spec{Role: agent.RoleServer, Serves: true, Port: 8080, Image: image,
+		LedgerURL: "http://ledger:8080", Clock: runclock.FromUnixNano(1700000000000000000)}
 }
 
 // mcpAnswers reports the status GET /mcp gets from the server behind p.
@@ -154,9 +143,4 @@ func TestImageTargetThatDoesNotServeIsReported(t *testing.T) {
 	_, err = e.r.Start(context.Background(), spec)
 	require.ErrorContains(t, err, "server.image chaosrun-gotest:no-such-image: not on the Docker daemon",
 		"the image is looked up on the daemon, never pulled")
-
-	spec = agent.Spec{Role: agent.RoleServer, Serves: true, Port: 8080, Args: []string{"--target", "image"}}
-	e.fill(&spec)
-	_, err = e.r.Start(context.Background(), spec)
-	require.ErrorContains(t, err, "no --image given")
 }

@@ -34,7 +34,6 @@ type process struct {
 	spec  agent.Spec
 	alias string // network alias, how peers reach it
 	name  string // container name, how a runner in a container reaches it
-	image string // an image target's image (byo.go); "" for an agent
 	ctr   *testcontainers.DockerContainer
 
 	mu      sync.Mutex
@@ -52,9 +51,13 @@ var _ agent.Process = (*process)(nil)
 func (r *Runtime) create(ctx context.Context, spec agent.Spec, alias string) (*process, error) {
 	name := r.base + "-" + alias
 	labels := r.labels(map[string]string{LabelRole: spec.Role})
-	byo, isImage := imageTarget(spec)
+	byoImage, err := imageOf(spec)
+	if err != nil {
+		return nil, err
+	}
+	isImage := byoImage != ""
 	if isImage {
-		if err := r.checkImageTarget(ctx, byo); err != nil {
+		if err := r.checkImageTarget(ctx, byoImage); err != nil {
 			return nil, err
 		}
 	}
@@ -75,7 +78,7 @@ func (r *Runtime) create(ctx context.Context, spec agent.Spec, alias string) (*p
 		Logger: tcLogger{r.log},
 	}
 	if isImage { // its own entrypoint and command, the contract's environment
-		req.Image, req.Entrypoint, req.Cmd, req.Env = byo, nil, nil, imageEnv(spec)
+		req.Image, req.Entrypoint, req.Cmd, req.Env = byoImage, nil, nil, imageEnv(spec)
 	}
 	c, err := testcontainers.GenericContainer(ctx, req)
 	if err != nil {
@@ -89,17 +92,16 @@ func (r *Runtime) create(ctx context.Context, spec agent.Spec, alias string) (*p
 		_ = c.Terminate(context.Background())
 		return nil, fmt.Errorf("unexpected container type %T", c)
 	}
-	return &process{rt: r, spec: spec, alias: alias, name: name, image: byo, ctr: ctr, ownExit: make(chan int, 16)}, nil
+	return &process{rt: r, spec: spec, alias: alias, name: name, ctr: ctr, ownExit: make(chan int, 16)}, nil
 }
 
 // agentArgs is the command line after the /chaosrun entrypoint.
 func agentArgs(spec agent.Spec) []string {
-	a := []string{"agent", spec.Role, "--state", StateDir}
-	if spec.Serves {
-		a = append(a, "--addr", net.JoinHostPort("0.0.0.0", strconv.Itoa(spec.Port)))
-	}
-	return append(a, spec.Args...)
+	return spec.CommandLine(StateDir, listenAddr(spec))
 }
+
+// listenAddr is where an agent listens inside its container.
+func listenAddr(spec agent.Spec) string { return net.JoinHostPort("0.0.0.0", strconv.Itoa(spec.Port)) }
 
 func envMap(env []string) map[string]string {
 	m := make(map[string]string, len(env))
@@ -178,7 +180,7 @@ func (p *process) run(ctx context.Context) error {
 	switch {
 	case !p.spec.Serves:
 		return nil
-	case p.image != "":
+	case p.spec.Image != "":
 		return p.awaitPort(ctx, exited)
 	}
 	return p.awaitURL(ctx, urlc, exited)
@@ -191,7 +193,7 @@ func (p *process) pump(att client.ContainerAttachResult, logf *os.File, urlc cha
 	defer logf.Close()
 	defer att.Close()
 	var stdout io.Writer = logf
-	if p.spec.Serves && p.image == "" { // an image target prints no URL
+	if p.spec.Serves && p.spec.Image == "" { // an image target prints no URL
 		stdout = &firstLine{line: urlc, rest: logf}
 	}
 	_, _ = stdcopy.StdCopy(stdout, logf, att.Reader)

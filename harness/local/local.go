@@ -45,8 +45,11 @@ func New(binary string) *Runtime {
 	return &Runtime{binary: binary, readyTimeout: 20 * time.Second}
 }
 
-// Start starts an agent and waits for its URL.
+// Start starts an agent and waits for its URL. It runs no image.
 func (r *Runtime) Start(ctx context.Context, spec agent.Spec) (agent.Process, error) {
+	if spec.Image != "" {
+		return nil, fmt.Errorf("start %s: image %s: the local runtime runs no images (the docker runtime does)", spec.Role, spec.Image)
+	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -91,12 +94,7 @@ type process struct {
 }
 
 func (p *process) args() []string {
-	a := []string{"agent", p.spec.Role, "--state", p.spec.StateDir,
-		"--parent-pid", strconv.Itoa(os.Getpid())}
-	if p.spec.Serves {
-		a = append(a, "--addr", p.addr)
-	}
-	return append(a, p.spec.Args...)
+	return append(p.spec.CommandLine(p.spec.StateDir, p.addr), "--parent-pid", strconv.Itoa(os.Getpid()))
 }
 
 func (p *process) start(ctx context.Context) error {

@@ -2,6 +2,11 @@
 // agent (ledger, server, proxy or client: every role is the same chaosrun
 // binary) is started, found, faulted and stopped, whether it is a child
 // process on loopback or a container on a private network.
+//
+// A runtime says how one incarnation of an agent starts, gets ready, stops,
+// pauses and exits (Incarnation, Launcher); Lifecycle keeps the books
+// across incarnations (restarts, planned versus own exits, Wait) the same
+// way for every runtime.
 package agent
 
 import (
@@ -99,7 +104,8 @@ type Process interface {
 	// Stop ends the agent: SIGTERM and wait when graceful, else SIGKILL.
 	Stop(ctx context.Context, graceful bool) error
 	// Wait waits until the agent exits on its own (not because the harness
-	// restarted it) and returns its exit code.
+	// stopped or restarted it) and returns its exit code. Each such exit is
+	// returned once, oldest first, however long after it came (Lifecycle).
 	Wait(ctx context.Context) (int, error)
 	// CopyOut copies a file the agent wrote in its state folder (path
 	// relative to it) to dst on the runner's side.

@@ -69,7 +69,8 @@ func imageEnv(spec agent.Spec) map[string]string {
 // then sets the URL. Through a published port the Docker proxy accepts
 // connections before anything listens behind it, so a TCP connect alone
 // proves nothing: an HTTP answer, whatever its status, does.
-func (p *process) awaitPort(ctx context.Context, exited <-chan struct{}) error {
+func (in *incarnation) awaitPort(ctx context.Context) error {
+	p := in.p
 	deadline := time.NewTimer(p.rt.readyTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(portPoll)
@@ -84,13 +85,11 @@ func (p *process) awaitPort(ctx context.Context, exited <-chan struct{}) error {
 			return nil
 		}
 		select {
-		case <-exited:
+		case <-in.exited:
 			return fmt.Errorf("image %s exited before its port %d answered (see %s)", p.spec.Image, p.spec.Port, p.spec.LogPath)
 		case <-deadline.C:
-			p.kill()
 			return fmt.Errorf("image %s: port %d did not answer HTTP within %s (see %s)", p.spec.Image, p.spec.Port, p.rt.readyTimeout, p.spec.LogPath)
 		case <-ctx.Done():
-			p.kill()
 			return ctx.Err()
 		case <-tick.C:
 		}

@@ -218,7 +218,7 @@ func (r *Runtime) Start(ctx context.Context, spec agent.Spec) (agent.Process, er
 	r.mu.Lock()
 	r.procs = append(r.procs, p)
 	r.mu.Unlock()
-	if err := p.run(ctx); err != nil {
+	if err := p.Start(ctx); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.Role, err)
 	}
 	r.log.Debug("agent started", "role", spec.Role, "container", p.name, "url", p.URL(),

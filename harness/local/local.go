@@ -56,12 +56,13 @@ func (r *Runtime) Start(ctx context.Context, spec agent.Spec) (agent.Process, er
 		return nil, errors.New("local runtime: closed")
 	}
 	p := &process{rt: r, spec: spec, addr: "127.0.0.1:0"}
+	p.Lifecycle = agent.NewLifecycle(spec.Role, p.launch)
 	r.procs = append(r.procs, p)
 	r.mu.Unlock()
 	if err := os.MkdirAll(spec.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.Role, err)
 	}
-	if err := p.start(ctx); err != nil {
+	if err := p.Start(ctx); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.Role, err)
 	}
 	return p, nil
@@ -74,39 +75,48 @@ func (r *Runtime) Close() error {
 	procs := r.procs
 	r.mu.Unlock()
 	for _, p := range procs {
-		p.kill()
+		_ = p.Close(context.Background())
 	}
 	return nil
 }
 
-// process is one agent across its incarnations.
+// process is one agent across its incarnations; the Lifecycle keeps the
+// books of restarts and exits.
 type process struct {
+	*agent.Lifecycle
 	rt   *Runtime
 	spec agent.Spec
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	url     string
-	addr    string        // listen address; fixed after the first start
-	exited  chan struct{} // closed when the current incarnation exits
-	planned bool          // the harness ended the current incarnation itself
-	ownExit chan int      // exit codes of incarnations that ended on their own
+	mu   sync.Mutex
+	url  string
+	addr string // listen address; fixed after the first start
 }
+
+var _ agent.Process = (*process)(nil)
 
 func (p *process) args() []string {
-	return append(p.spec.CommandLine(p.spec.StateDir, p.addr), "--parent-pid", strconv.Itoa(os.Getpid()))
+	p.mu.Lock()
+	addr := p.addr
+	p.mu.Unlock()
+	return append(p.spec.CommandLine(p.spec.StateDir, addr), "--parent-pid", strconv.Itoa(os.Getpid()))
 }
 
-func (p *process) start(ctx context.Context) error {
-	p.rt.mu.Lock()
-	closed := p.rt.closed
-	p.rt.mu.Unlock()
-	if closed {
-		return errors.New("local runtime: closed")
-	}
+// incarnation is one child process of an agent, in a process group of its
+// own.
+type incarnation struct {
+	p      *process
+	cmd    *exec.Cmd
+	urlc   <-chan string // a serving agent's first stdout line
+	exited chan struct{} // closed once the process has exited and code is set
+	code   int
+}
+
+// launch starts a child process of the agent with its stderr, and what it
+// prints after its URL, appended to the log.
+func (p *process) launch(context.Context) (agent.Incarnation, error) {
 	logf, err := os.OpenFile(p.spec.LogPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd := exec.Command(p.rt.binary, p.args()...)
 	cmd.Env = append(os.Environ(), p.spec.Env...)
@@ -115,22 +125,15 @@ func (p *process) start(ctx context.Context) error {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		logf.Close()
-		return err
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return err
+		return nil, err
 	}
-	exited := make(chan struct{})
-	p.mu.Lock()
-	p.cmd, p.exited, p.planned = cmd, exited, false
-	if p.ownExit == nil {
-		p.ownExit = make(chan int, 16)
-	}
-	p.mu.Unlock()
-
-	lines := bufio.NewReader(stdout)
 	urlc := make(chan string, 1)
+	in := &incarnation{p: p, cmd: cmd, urlc: urlc, exited: make(chan struct{})}
+	lines := bufio.NewReader(stdout)
 	go func() {
 		if p.spec.Serves {
 			if line, err := lines.ReadString('\n'); err == nil {
@@ -139,62 +142,51 @@ func (p *process) start(ctx context.Context) error {
 		}
 		_, _ = io.Copy(logf, lines) // anything else an agent prints goes to its log
 	}()
-	go p.reap(cmd, logf, exited)
-	// A Close that ran while this process was being started did not see
-	// it: end it here.
-	p.rt.mu.Lock()
-	closed = p.rt.closed
-	p.rt.mu.Unlock()
-	if closed {
-		p.kill()
-		return errors.New("local runtime: closed")
+	go in.reap(logf)
+	return in, nil
+}
+
+func (in *incarnation) reap(logf *os.File) {
+	err := in.cmd.Wait()
+	logf.Close()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		in.code = ee.ExitCode()
+	case err != nil:
+		in.code = -1
 	}
+	close(in.exited)
+}
+
+func (in *incarnation) Exited() <-chan struct{} { return in.exited }
+
+func (in *incarnation) ExitCode() int { return in.code }
+
+// Ready waits for a serving agent's URL line and takes its address, which
+// restarts then keep.
+func (in *incarnation) Ready(ctx context.Context) error {
+	p := in.p
 	if !p.spec.Serves {
 		return nil
 	}
-	return p.awaitURL(ctx, urlc, exited)
-}
-
-func (p *process) reap(cmd *exec.Cmd, logf *os.File, exited chan struct{}) {
-	err := cmd.Wait()
-	logf.Close()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		code = -1
-	}
-	p.mu.Lock()
-	planned := p.planned
-	p.mu.Unlock()
-	close(exited)
-	if !planned {
-		p.ownExit <- code
-	}
-}
-
-func (p *process) awaitURL(ctx context.Context, urlc <-chan string, exited <-chan struct{}) error {
 	timer := time.NewTimer(p.rt.readyTimeout)
 	defer timer.Stop()
 	select {
-	case line := <-urlc:
+	case line := <-in.urlc:
 		u, err := url.Parse(trimNL(line))
 		if err != nil || u.Host == "" {
-			p.kill()
 			return fmt.Errorf("agent printed %q instead of its URL (see %s)", trimNL(line), p.spec.LogPath)
 		}
 		p.mu.Lock()
 		p.url, p.addr = u.String(), u.Host
 		p.mu.Unlock()
 		return nil
-	case <-exited:
+	case <-in.exited:
 		return fmt.Errorf("agent exited before it was ready (see %s)", p.spec.LogPath)
 	case <-timer.C:
-		p.kill()
 		return fmt.Errorf("agent printed no URL within %s (see %s)", p.rt.readyTimeout, p.spec.LogPath)
 	case <-ctx.Done():
-		p.kill()
 		return ctx.Err()
 	}
 }
@@ -218,72 +210,43 @@ func (p *process) PeerAddr() string {
 	return p.addr
 }
 
-// signal sends sig to the current incarnation's process group.
-func (p *process) signal(sig syscall.Signal) error {
-	p.mu.Lock()
-	cmd, exited := p.cmd, p.exited
-	p.mu.Unlock()
-	if cmd == nil || isClosed(exited) {
-		return agent.ErrNotRunning
-	}
-	return syscall.Kill(-cmd.Process.Pid, sig)
-}
-
-func isClosed(c <-chan struct{}) bool {
+// signal sends sig to the incarnation's process group.
+func (in *incarnation) signal(sig syscall.Signal) error {
 	select {
-	case <-c:
-		return true
+	case <-in.exited:
+		return agent.ErrNotRunning
 	default:
-		return false
 	}
+	return syscall.Kill(-in.cmd.Process.Pid, sig)
 }
 
-// stop ends the current incarnation as a planned exit.
-func (p *process) stop(ctx context.Context, graceful bool) error {
-	p.mu.Lock()
-	p.planned = true
-	exited := p.exited
-	p.mu.Unlock()
-	if exited == nil || isClosed(exited) {
-		return nil
-	}
-	_ = p.signal(syscall.SIGCONT) // a paused agent cannot handle SIGTERM
+// Stop sends SIGTERM and waits StopGrace (or until ctx ends) when graceful,
+// then SIGKILL, and waits for the exit.
+func (in *incarnation) Stop(ctx context.Context, graceful bool) error {
+	_ = in.signal(syscall.SIGCONT) // a paused agent cannot handle SIGTERM
 	if graceful {
-		if err := p.signal(syscall.SIGTERM); err != nil && !errors.Is(err, agent.ErrNotRunning) {
+		if err := in.signal(syscall.SIGTERM); err != nil && !errors.Is(err, agent.ErrNotRunning) {
 			return err
 		}
 		select {
-		case <-exited:
+		case <-in.exited:
 			return nil
 		case <-time.After(StopGrace):
 		case <-ctx.Done():
 		}
 	}
-	_ = p.signal(syscall.SIGKILL)
-	<-exited
-	return nil
-}
-
-func (p *process) Restart(ctx context.Context, graceful bool) error {
-	if err := p.stop(ctx, graceful); err != nil {
-		return fmt.Errorf("restart %s: %w", p.spec.Role, err)
-	}
-	if err := p.start(ctx); err != nil {
-		return fmt.Errorf("restart %s: %w", p.spec.Role, err)
-	}
+	_ = in.signal(syscall.SIGKILL)
+	<-in.exited
 	return nil
 }
 
 // Pause stops the agent's process group and returns once the agent is
 // stopped, so a fault logged as injected is in effect.
-func (p *process) Pause(ctx context.Context) error {
-	if err := p.signal(syscall.SIGSTOP); err != nil {
+func (in *incarnation) Pause(ctx context.Context) error {
+	if err := in.signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	pid := p.cmd.Process.Pid
-	p.mu.Unlock()
-	stat := fmt.Sprintf("/proc/%d/stat", pid)
+	stat := fmt.Sprintf("/proc/%d/stat", in.cmd.Process.Pid)
 	for range 200 {
 		b, err := os.ReadFile(stat)
 		if err != nil {
@@ -299,26 +262,10 @@ func (p *process) Pause(ctx context.Context) error {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("pause %s: the agent did not stop within a second", p.spec.Role)
+	return fmt.Errorf("pause %s: the agent did not stop within a second", in.p.spec.Role)
 }
 
-func (p *process) Resume(context.Context) error { return p.signal(syscall.SIGCONT) }
-
-func (p *process) Stop(ctx context.Context, graceful bool) error { return p.stop(ctx, graceful) }
-
-func (p *process) kill() { _ = p.stop(context.Background(), false) }
-
-func (p *process) Wait(ctx context.Context) (int, error) {
-	p.mu.Lock()
-	own := p.ownExit
-	p.mu.Unlock()
-	select {
-	case code := <-own:
-		return code, nil
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-}
+func (in *incarnation) Resume(context.Context) error { return in.signal(syscall.SIGCONT) }
 
 func (p *process) CopyOut(_ context.Context, rel, dst string) error {
 	src := filepath.Join(p.spec.StateDir, rel)

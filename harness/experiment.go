@@ -2,14 +2,11 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,15 +23,9 @@ import (
 // ProxyName is the Toxiproxy proxy between client and server.
 const ProxyName = "mcp"
 
-// proxyPort is the proxy's listen port inside a container network.
-const proxyPort = 8666
-
-// Files an experiment's result folder holds besides the checker's.
-const (
-	ExperimentFile = "experiment.yaml"
-	historyState   = "history.jsonl"
-	ledgerState    = "ledger.log"
-)
+// ExperimentFile is the experiment as run, in its result folder besides the
+// checker's files.
+const ExperimentFile = "experiment.yaml"
 
 // experiment is one run of one plan.
 type experiment struct {
@@ -44,8 +35,7 @@ type experiment struct {
 	clock    runclock.Clock
 	progress func(format string, args ...any)
 	verbose  bool
-	procs    map[string]agent.Process
-	faulted  processes // the agents as the fault injector sees them
+	procs    processes // the agents by role, as the fault injector sees them too
 	endpoint string    // the MCP endpoint through the proxy, as the client sees it
 }
 
@@ -100,47 +90,8 @@ func (e *experiment) start(ctx context.Context, spec agent.Spec) (agent.Process,
 	if e.verbose {
 		e.progress("%s started: url %q, log %s", spec.Role, p.URL(), spec.LogPath)
 	}
-	e.procs[spec.Role] = p
-	e.faulted.add(spec.Role, p)
+	e.procs.add(spec.Role, p)
 	return p, nil
-}
-
-// startTopology starts ledger, server and proxy, and creates the proxy
-// between client and server.
-func (e *experiment) startTopology(ctx context.Context) error {
-	e.progress("starting ledger, server and proxy")
-	ledger, err := e.start(ctx, agent.Spec{Role: agent.RoleLedger, Port: 8080, Args: []string{"--store", ledgerState}})
-	if err != nil {
-		return err
-	}
-	server, err := e.start(ctx, serverSpec(e.plan, "http://"+ledger.PeerAddr()))
-	if err != nil {
-		return err
-	}
-	proxy, err := e.start(ctx, agent.Spec{Role: agent.RoleProxy, Port: 8474})
-	if err != nil {
-		return err
-	}
-	listen := "0.0.0.0:" + strconv.Itoa(proxyPort)
-	if onLoopback(proxy.PeerAddr()) {
-		listen = "127.0.0.1:0"
-	}
-	created, err := toxiclient.NewClient(proxy.URL()).CreateProxy(ProxyName, listen, server.PeerAddr())
-	if err != nil {
-		return fmt.Errorf("create proxy %s: %w", ProxyName, err)
-	}
-	_, port, err := net.SplitHostPort(created.Listen)
-	if err != nil {
-		return fmt.Errorf("create proxy %s: listen %q: %w", ProxyName, created.Listen, err)
-	}
-	host, _, _ := net.SplitHostPort(proxy.PeerAddr())
-	e.endpoint = "http://" + net.JoinHostPort(host, port) + "/mcp"
-	return nil
-}
-
-func onLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	return err == nil && net.ParseIP(host).IsLoopback()
 }
 
 // drive runs the fault schedule alongside the client and returns the
@@ -157,8 +108,8 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 	due := newDueTracker(e.plan.Faults)
 	kills := &serverKills{}
 	env := faults.Env{
-		Clock: e.clock, WorkloadStart: e.clock.Now(), Toxiproxy: toxiclient.NewClient(e.procs[agent.RoleProxy].URL()),
-		Proxy: ProxyName, Processes: &e.faulted, ControlURL: e.procs[agent.RoleServer].URL(), Log: flog,
+		Clock: e.clock, WorkloadStart: e.clock.Now(), Toxiproxy: toxiclient.NewClient(e.procs.of(agent.RoleProxy).URL()),
+		Proxy: ProxyName, Processes: &e.procs, ControlURL: e.procs.of(agent.RoleServer).URL(), Log: flog,
 		Progress: func(ev faults.Event) { due.seen(ev); kills.seen(ev); e.progress("%s", describe(ev)) },
 	}
 	faultsDone := make(chan error, 1)
@@ -208,8 +159,8 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 // last restarted or crashed the server (0 if never).
 func (e *experiment) settle(ctx context.Context, clientExit time.Time, killed time.Duration) error {
 	s := &settler{
-		status:   e.procs[agent.RoleServer].URL() + "/control/status",
-		ledger:   sideeffects.NewClient(e.procs[agent.RoleLedger].URL()),
+		status:   e.procs.of(agent.RoleServer).URL() + "/control/status",
+		ledger:   sideeffects.NewClient(e.procs.of(agent.RoleLedger).URL()),
 		longest:  longestCall(e.plan),
 		killed:   killed,
 		progress: e.progress,
@@ -231,10 +182,10 @@ func longestCall(p *spec.Plan) time.Duration {
 
 // collect stops the agents and gathers history, ledger and logs.
 func (e *experiment) collect(ctx context.Context) error {
-	if err := e.procs[agent.RoleServer].Stop(ctx, true); err != nil {
+	if err := e.procs.of(agent.RoleServer).Stop(ctx, true); err != nil {
 		return fmt.Errorf("stop server: %w", err)
 	}
-	recs, err := sideeffects.NewClient(e.procs[agent.RoleLedger].URL()).Records(ctx)
+	recs, err := sideeffects.NewClient(e.procs.of(agent.RoleLedger).URL()).Records(ctx)
 	if err != nil {
 		return fmt.Errorf("export ledger: %w", err)
 	}
@@ -242,16 +193,15 @@ func (e *experiment) collect(ctx context.Context) error {
 		return err
 	}
 	for _, role := range []string{agent.RoleClient, agent.RoleProxy, agent.RoleLedger} {
-		if err := e.procs[role].Stop(ctx, true); err != nil {
+		if err := e.procs.of(role).Stop(ctx, true); err != nil {
 			return fmt.Errorf("stop %s: %w", role, err)
 		}
 	}
-	return e.procs[agent.RoleClient].CopyOut(ctx, historyState, filepath.Join(e.dir, check.HistoryFile))
+	return e.procs.of(agent.RoleClient).CopyOut(ctx, check.HistoryFile, filepath.Join(e.dir, check.HistoryFile))
 }
 
 func (e *experiment) judge(wall time.Duration) (*ExperimentResult, error) {
-	t := check.Timings{WallMS: wall.Milliseconds(), ScheduledMS: e.plan.Scheduled.Milliseconds()}
-	if err := writeJSON(filepath.Join(e.dir, check.TimingsFile), t); err != nil {
+	if err := check.SaveTimings(e.dir, wall, e.plan.Scheduled); err != nil {
 		return nil, err
 	}
 	in, err := check.LoadRun(e.dir)
@@ -265,14 +215,6 @@ func (e *experiment) judge(wall time.Duration) (*ExperimentResult, error) {
 	met, reasons := e.plan.Expect.Match(v)
 	return &ExperimentResult{Name: e.plan.Experiment.Name, Dir: e.dir, Verdict: &v, Expected: e.plan.Expect.Verdict,
 		Met: met, Reasons: reasons, Wall: wall, Scheduled: e.plan.Scheduled}, nil
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func describe(ev faults.Event) string {

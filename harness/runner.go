@@ -134,7 +134,7 @@ func runOne(ctx context.Context, opts Options, run *Run, p *spec.Plan, prog *pro
 	if err != nil {
 		return fail(fmt.Errorf("runtime: %w", err))
 	}
-	e := &experiment{plan: p, dir: dir, rt: rt, clock: clock, progress: say, verbose: opts.Verbose, procs: map[string]agent.Process{}}
+	e := &experiment{plan: p, dir: dir, rt: rt, clock: clock, progress: say, verbose: opts.Verbose}
 	res, err := e.run(ctx)
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, context.DeadlineExceeded) {

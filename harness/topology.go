@@ -4,15 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
-	"time"
 
-	"github.com/chaosrun/chaosrun/faults"
+	toxiclient "github.com/Shopify/toxiproxy/v2/client"
+
 	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/targets"
 )
+
+// proxyPort is the proxy's listen port inside a container network.
+const proxyPort = 8666
+
+// ledgerState is the ledger agent's store, in its state folder.
+const ledgerState = "ledger.log"
 
 // processes lets the fault injector restart and pause agents by role. The
 // runner adds the client while the injector already runs (faults due at the
@@ -30,6 +38,13 @@ func (p *processes) add(role string, proc agent.Process) {
 		p.procs = map[string]agent.Process{}
 	}
 	p.procs[role] = proc
+}
+
+// of returns the agent of role, nil if it has not started.
+func (p *processes) of(role string) agent.Process {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.procs[role]
 }
 
 func (p *processes) get(role string) (agent.Process, error) {
@@ -66,57 +81,42 @@ func (p *processes) Resume(ctx context.Context, role string) error {
 	return proc.Resume(ctx)
 }
 
-// dueTimeout bounds the wait for the faults due at the workload's start.
-const dueTimeout = 2 * time.Minute
-
-// dueTracker waits until every injection planned for the workload's start
-// has been injected (or has failed).
-type dueTracker struct {
-	mu      sync.Mutex
-	pending map[[2]int]bool
-	done    chan struct{}
+// startTopology starts ledger, server and proxy, and creates the proxy
+// between client and server.
+func (e *experiment) startTopology(ctx context.Context) error {
+	e.progress("starting ledger, server and proxy")
+	ledger, err := e.start(ctx, agent.Spec{Role: agent.RoleLedger, Port: 8080, Args: []string{"--store", ledgerState}})
+	if err != nil {
+		return err
+	}
+	server, err := e.start(ctx, serverSpec(e.plan, "http://"+ledger.PeerAddr()))
+	if err != nil {
+		return err
+	}
+	proxy, err := e.start(ctx, agent.Spec{Role: agent.RoleProxy, Port: 8474})
+	if err != nil {
+		return err
+	}
+	listen := "0.0.0.0:" + strconv.Itoa(proxyPort)
+	if onLoopback(proxy.PeerAddr()) {
+		listen = "127.0.0.1:0"
+	}
+	created, err := toxiclient.NewClient(proxy.URL()).CreateProxy(ProxyName, listen, server.PeerAddr())
+	if err != nil {
+		return fmt.Errorf("create proxy %s: %w", ProxyName, err)
+	}
+	_, port, err := net.SplitHostPort(created.Listen)
+	if err != nil {
+		return fmt.Errorf("create proxy %s: listen %q: %w", ProxyName, created.Listen, err)
+	}
+	host, _, _ := net.SplitHostPort(proxy.PeerAddr())
+	e.endpoint = "http://" + net.JoinHostPort(host, port) + "/mcp"
+	return nil
 }
 
-func newDueTracker(plan []faults.Injection) *dueTracker {
-	d := &dueTracker{pending: map[[2]int]bool{}, done: make(chan struct{})}
-	for _, in := range plan {
-		if in.At == 0 {
-			d.pending[[2]int{in.Index, in.Repeat}] = true
-		}
-	}
-	if len(d.pending) == 0 {
-		close(d.done)
-	}
-	return d
-}
-
-func (d *dueTracker) seen(ev faults.Event) {
-	if ev.Phase != faults.PhaseInjected && ev.Phase != faults.PhaseFailed {
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	key := [2]int{ev.Index, ev.Repeat}
-	if d.pending[key] {
-		delete(d.pending, key)
-		if len(d.pending) == 0 {
-			close(d.done)
-		}
-	}
-}
-
-func (d *dueTracker) wait(ctx context.Context) error {
-	// A graceful restart at the start may wait out a drain.
-	t := time.NewTimer(dueTimeout)
-	defer t.Stop()
-	select {
-	case <-d.done:
-		return nil
-	case <-t.C:
-		return fmt.Errorf("not injected within %s", dueTimeout)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+func onLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && net.ParseIP(host).IsLoopback()
 }
 
 // serverSpec is the server agent of a plan, writing to the ledger at
@@ -157,7 +157,7 @@ func clientArgs(p *spec.Plan, endpoint string) []string {
 	tmpl, _ := json.Marshal(p.Template) // plain values always marshal
 	return []string{
 		"--target", c.Target, "--endpoint", endpoint, "--workload-template", string(tmpl),
-		"--history", historyState, "--cursor", c.Cursor, "--cursor-dir", "cursors", "--protocol", c.Protocol,
+		"--history", check.HistoryFile, "--cursor", c.Cursor, "--cursor-dir", "cursors", "--protocol", c.Protocol,
 		"--backoff-initial", c.Backoff.Initial.String(), "--backoff-max", c.Backoff.Max.String(),
 		"--backoff-retries", strconv.Itoa(c.Backoff.Retries), "--read-timeout", c.ReadTimeout.String(),
 		"--seed", strconv.FormatInt(p.Seed, 10),

@@ -107,18 +107,11 @@ func (in *incarnation) Ready(ctx context.Context) error {
 
 func (in *incarnation) awaitURL(ctx context.Context) error {
 	p := in.p
-	timer := time.NewTimer(p.rt.readyTimeout)
-	defer timer.Stop()
-	select {
-	case line := <-in.urlc:
-		return p.setURL(ctx, line)
-	case <-in.exited:
-		return fmt.Errorf("agent exited before it was ready (see %s)", p.spec.LogPath)
-	case <-timer.C:
-		return fmt.Errorf("agent printed no URL within %s (see %s)", p.rt.readyTimeout, p.spec.LogPath)
-	case <-ctx.Done():
-		return ctx.Err()
+	line, err := agent.AwaitURL(ctx, in.urlc, in.exited, p.rt.readyTimeout, p.spec.LogPath)
+	if err != nil {
+		return err
 	}
+	return p.setURL(ctx, line)
 }
 
 // Stop is docker stop (SIGTERM, SIGKILL after StopGrace) when graceful,

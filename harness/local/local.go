@@ -170,25 +170,18 @@ func (in *incarnation) Ready(ctx context.Context) error {
 	if !p.spec.Serves {
 		return nil
 	}
-	timer := time.NewTimer(p.rt.readyTimeout)
-	defer timer.Stop()
-	select {
-	case line := <-in.urlc:
-		u, err := url.Parse(trimNL(line))
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("agent printed %q instead of its URL (see %s)", trimNL(line), p.spec.LogPath)
-		}
-		p.mu.Lock()
-		p.url, p.addr = u.String(), u.Host
-		p.mu.Unlock()
-		return nil
-	case <-in.exited:
-		return fmt.Errorf("agent exited before it was ready (see %s)", p.spec.LogPath)
-	case <-timer.C:
-		return fmt.Errorf("agent printed no URL within %s (see %s)", p.rt.readyTimeout, p.spec.LogPath)
-	case <-ctx.Done():
-		return ctx.Err()
+	line, err := agent.AwaitURL(ctx, in.urlc, in.exited, p.rt.readyTimeout, p.spec.LogPath)
+	if err != nil {
+		return err
 	}
+	u, err := url.Parse(trimNL(line))
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("agent printed %q instead of its URL (see %s)", trimNL(line), p.spec.LogPath)
+	}
+	p.mu.Lock()
+	p.url, p.addr = u.String(), u.Host
+	p.mu.Unlock()
+	return nil
 }
 
 func trimNL(s string) string {

@@ -16,8 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// rule says which other top-level folders the packages of one may depend
-// on, directly or through others.
+// rule says which other top-level folders (or, written with a slash, which
+// packages and their subpackages) the packages of one folder may depend on,
+// directly or through others.
 type rule struct {
 	layer string // a top-level folder of the module
 	uses  []string
@@ -32,7 +33,7 @@ var mayUse = []rule{
 	{"targets", []string{"faults", "sideeffects", "internal"}, "a leaf imports no harness or cmd code"},
 	{"sideeffects", []string{"faults", "internal"}, "the ledger is a leaf and knows no targets: joining it with client histories is the checker's job"},
 	{"internal", nil, "internal is below all"},
-	{"examples", nil, "an example target knows chaosrun's environment contract, not its code"},
+	{"examples", []string{"targets/byo", "internal"}, "an example target knows chaosrun's contract (targets/byo), not its code"},
 }
 
 // pkg is one package of the module; paths are relative to the module.
@@ -102,6 +103,10 @@ func TestViolations(t *testing.T) {
 		{"internal above something", map[string]pkg{
 			"internal/runclock": {imports: []string{"targets/mcpwire"}},
 		}, [][]string{{"internal/runclock", "targets/mcpwire"}}},
+		{"an example knows the contract, not the targets", map[string]pkg{
+			"examples/byo-server": {imports: []string{"targets/byo", "targets/server"}},
+			"targets/byo":         {imports: []string{"internal/runclock"}},
+		}, [][]string{{"examples/byo-server", "targets/server"}}},
 		{"a folder with no row", map[string]pkg{
 			"wire": {imports: []string{"internal/runclock"}},
 		}, [][]string{{"wire"}}},
@@ -129,12 +134,20 @@ func violations(graph map[string]pkg) []violation {
 		r := mayUse[i]
 		for _, chain := range reach(graph, from) {
 			to := chain[len(chain)-1]
-			if l := layer(to); l != r.layer && !slices.Contains(r.uses, l) {
+			if !r.allows(to) {
 				out = append(out, violation{from: from, to: to, chain: chain, why: r.why})
 			}
 		}
 	}
 	return out
+}
+
+// allows reports whether the rule's folder may depend on package to.
+func (r rule) allows(to string) bool {
+	l := layer(to)
+	return l == r.layer || slices.ContainsFunc(r.uses, func(u string) bool {
+		return u == l || to == u || strings.HasPrefix(to, u+"/")
+	})
 }
 
 // reach returns, for every package from depends on, the shortest import

@@ -11,10 +11,11 @@
 //
 // Each kind has a params struct, decoded from an experiment's params:
 // mapping (see [NewParams]); durations are written at real-world scale and
-// multiplied by the experiment's time_scale when planned. Proxy faults act
-// on the one proxy between client and server; `for` is how long they stay
-// (absent: until the run ends) and `stream` (upstream: client to server;
-// downstream, the default: server to client) which direction they act on.
+// multiplied by the experiment's time_scale in [Plan], and only there.
+// Proxy faults act on the one proxy between client and server; `for` is
+// how long they stay (absent: until the run ends) and `stream` (upstream:
+// client to server; downstream, the default: server to client) which
+// direction they act on.
 //
 //	idle_timeout      {idle, close: fin|reset, for}        [IdleTimeout]
 //	reset             {after, for}                         [Reset]
@@ -33,8 +34,9 @@
 // # Schedules and injection
 //
 // [Plan] expands an experiment's faults (with their repeats and seeded
-// jitter) into [Injection]s at run scale; [Run] applies them on the run's
-// clock, heals them, and writes one [Entry] per injection to faults.jsonl.
+// jitter) into [Injection]s at run scale, offsets and params alike; [Run]
+// applies them on the run's clock, heals them, and writes one [Entry] per
+// injection to faults.jsonl, with the params as the experiment wrote them.
 //
 // # FIN or RST
 //

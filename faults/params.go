@@ -33,10 +33,11 @@ const (
 var ErrUnknownKind = errors.New("unknown fault kind")
 
 // Params is the parameters of one fault kind as an experiment states them:
-// durations at real-world scale, scaled only when the fault is planned. The
-// implementations are the params structs of this package (one per kind,
-// see [NewParams]); their fields carry yaml and json tags, so a loader
-// decodes an experiment's params: mapping straight into them.
+// durations at real-world scale. The implementations are the params
+// structs of this package (one per kind, see [NewParams]); their fields
+// carry yaml and json tags, so a loader decodes an experiment's params:
+// mapping straight into them. [Plan] gives each injection a copy at run
+// scale, which is what inject reads.
 type Params interface {
 	// Validate checks the parameters. Its message starts with the name of
 	// the offending field as written in the file ("idle: must be positive").
@@ -47,8 +48,9 @@ type Params interface {
 	// hold is how long the fault stays before it is healed; 0 means until
 	// the run ends (for faults that are healed at all).
 	hold() dur.Duration
-	// inject applies the fault and returns how to heal it (nil for an
-	// instant fault) and a line describing what was done.
+	// inject applies the fault, its receiver already at run scale, and
+	// returns how to heal it (nil for an instant fault) and a line
+	// describing what was done.
 	inject(ctx context.Context, r *run, in Injection) (heal, string, error)
 }
 
@@ -130,21 +132,21 @@ func stream(s string) (string, error) {
 	return s, oneOf("stream", s, Upstream, Downstream)
 }
 
-// millis scales d and rounds it to whole milliseconds, the unit of
+// millis rounds a duration at run scale to whole milliseconds, the unit of
 // Toxiproxy's attributes. A positive duration never rounds down to 0, which
 // several toxics read as "off".
-func millis(d dur.Duration, scale float64) int64 {
-	return units(d, scale, time.Millisecond)
+func millis(d dur.Duration) int64 {
+	return units(d, time.Millisecond)
 }
 
-func micros(d dur.Duration, scale float64) int64 {
-	return units(d, scale, time.Microsecond)
+func micros(d dur.Duration) int64 {
+	return units(d, time.Microsecond)
 }
 
-func units(d dur.Duration, scale float64, unit time.Duration) int64 {
+func units(d dur.Duration, unit time.Duration) int64 {
 	if d <= 0 {
 		return 0
 	}
-	n := math.Round(float64(d.Scale(scale)) / float64(unit))
+	n := math.Round(float64(d) / float64(unit))
 	return int64(max(1, n))
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"time"
 
@@ -43,7 +44,9 @@ func (r Repeat) Validate() error {
 	return nil
 }
 
-// Injection is one planned injection of a fault, at run scale.
+// Injection is one planned injection of a fault, at run scale. [Plan] is
+// the one place a fault is scaled: an injector reads Params' durations as
+// they are.
 type Injection struct {
 	Index  int           // position of the fault in the experiment's list
 	Repeat int           // which repetition: 0 for the first
@@ -55,27 +58,41 @@ type Injection struct {
 	Window time.Duration
 	// Hold is how long, scaled, the fault stays before it is healed; 0
 	// means until the run ends (instant faults are never healed).
-	Hold   time.Duration
-	Params Params  // as written, at real-world scale
-	Scale  float64 // the time scale the injection runs at
+	Hold time.Duration
+	// Params are the fault's parameters at run scale: every duration
+	// multiplied by the time scale. Written are the same parameters as the
+	// experiment wrote them, at real-world scale, which the fault log
+	// records. Both are shared by the fault's repetitions: read only.
+	Params  Params
+	Written Params
 }
 
 // Plan expands specs into the injections of a run, sorted by time (ties
 // keep the order of the list). A one-shot reset is planned at its time
-// plus its After, when it takes effect. Every offset and window is multiplied by
-// timeScale (a non-positive scale counts as 1). Jitter is drawn
-// from a generator seeded by seed and the fault's index, so the same seed
-// gives the same schedule and adding a fault leaves the others' jitter
-// alone. A repeat count is held between 1 and [MaxRepeat].
+// plus its After, when it takes effect. Every offset, window and duration
+// parameter is multiplied by timeScale (a non-positive scale counts as 1),
+// here and nowhere else: package harness/spec scales the rest of an
+// experiment, but only this package knows which parameters of a fault are
+// durations. Jitter is drawn from a generator seeded by seed and the
+// fault's index, so the same seed gives the same schedule and adding a
+// fault leaves the others' jitter alone. A repeat count is held between 1
+// and [MaxRepeat].
+//
+// Plan takes specs as valid (see [Run]); a nil Params is the kind's zero
+// params, and an unknown kind plans injections without params.
 func Plan(specs []Spec, timeScale float64, seed int64) []Injection {
 	if timeScale <= 0 {
 		timeScale = 1
 	}
 	var out []Injection
 	for i, s := range specs {
-		params := s.Params
-		if params == nil {
-			params, _ = NewParams(s.Kind) // nil for an unknown kind: Run reports it
+		written := s.Params
+		if written == nil {
+			written, _ = NewParams(s.Kind) // nil for an unknown kind: Run reports it
+		}
+		var params Params
+		if written != nil {
+			params = atScale(written, timeScale)
 		}
 		count, every, jitter := 1, dur.Duration(0), dur.Duration(0)
 		if s.Repeat != nil {
@@ -84,20 +101,34 @@ func Plan(specs []Spec, timeScale float64, seed int64) []Injection {
 		rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
 		for k := range count {
 			at := s.At + dur.Duration(k)*every
-			if d, ok := params.(interface{ delay() dur.Duration }); ok {
+			if d, ok := written.(interface{ delay() dur.Duration }); ok {
 				at += d.delay()
 			}
 			if jitter > 0 {
 				at += dur.Duration(rng.Int64N(int64(jitter) + 1))
 			}
-			in := Injection{Index: i, Repeat: k, Kind: s.Kind, At: at.Scale(timeScale), Params: params, Scale: timeScale}
+			in := Injection{Index: i, Repeat: k, Kind: s.Kind, At: at.Scale(timeScale), Params: params, Written: written}
 			if params != nil {
-				in.Window = params.window().Scale(timeScale)
-				in.Hold = params.hold().Scale(timeScale)
+				in.Window, in.Hold = params.window().D(), params.hold().D()
 			}
 			out = append(out, in)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Injection) int { return cmp.Compare(a.At, b.At) })
 	return out
+}
+
+// atScale returns a copy of p with every duration multiplied by the time
+// scale f. Every [dur.Duration] field of a params struct is a span of the
+// fault's effect, so a new kind's durations scale without a line of its
+// own; counts, sizes, rates and statuses are not time and stay as written.
+func atScale(p Params, f float64) Params {
+	v := reflect.New(reflect.TypeOf(p).Elem()).Elem()
+	v.Set(reflect.ValueOf(p).Elem())
+	for i := range v.NumField() {
+		if fv := v.Field(i); fv.Type() == reflect.TypeFor[dur.Duration]() {
+			fv.SetInt(int64(dur.Duration(fv.Int()).Scale(f)))
+		}
+	}
+	return v.Addr().Interface().(Params)
 }

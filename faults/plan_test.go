@@ -37,7 +37,7 @@ func TestPlanScalesOffsetsAndWindows(t *testing.T) {
 	var got []row
 	for _, in := range plan {
 		got = append(got, row{in.Kind, in.Index, in.Repeat, in.At, in.Window, in.Hold})
-		assert.Equal(t, 0.05, in.Scale)
+		assert.Same(t, specs[in.Index].Params, in.Written, "the params as written ride along, for the log")
 	}
 	assert.Equal(t, []row{
 		{"idle_timeout", 1, 0, 0, 3 * time.Second, 0},
@@ -48,6 +48,38 @@ func TestPlanScalesOffsetsAndWindows(t *testing.T) {
 		{"partition", 0, 0, 6 * time.Second, 12 * time.Second, 12 * time.Second},
 		{"crash", 2, 2, 6 * time.Second, 0, 0},
 	}, got, "sorted by time, every duration scaled, a one-shot reset at its time plus after")
+}
+
+func TestPlanScalesEveryDurationParameterAndNothingElse(t *testing.T) {
+	cases := []struct {
+		kind, params string
+		want         faults.Params // at scale 0.05
+	}{
+		{"idle_timeout", "{idle: 60s, close: reset, for: 10m}",
+			&faults.IdleTimeout{Idle: dur.Duration(3 * time.Second), Close: "reset", For: dur.Duration(30 * time.Second)}},
+		{"reset", "{after: 10s, for: 1m}", &faults.Reset{After: dur.Duration(500 * time.Millisecond), For: dur.Duration(3 * time.Second)}},
+		{"latency", "{latency: 2s, jitter: 1s, stream: upstream}",
+			&faults.Latency{Latency: dur.Duration(100 * time.Millisecond), Jitter: dur.Duration(50 * time.Millisecond), Stream: "upstream"}},
+		{"bandwidth", "{rate: 64, for: 1m}", &faults.Bandwidth{Rate: 64, For: dur.Duration(3 * time.Second)}},
+		{"slicer", "{average_size: 64, size_variation: 8, delay: 10ms}",
+			&faults.Slicer{AverageSize: 64, SizeVariation: 8, Delay: dur.Duration(500 * time.Microsecond)}},
+		{"limit_data", "{bytes: 4096, for: 20s}", &faults.LimitData{Bytes: 4096, For: dur.Duration(time.Second)}},
+		{"partition", "{for: 4m, mode: refuse}", &faults.Partition{For: dur.Duration(12 * time.Second), Mode: "refuse"}},
+		{"http_status", "{status: 503, count: 3, for: 1m}", &faults.HTTPStatus{Status: 503, Count: 3, For: dur.Duration(3 * time.Second)}},
+		{"restart", "{role: server, graceful: true}", &faults.Restart{Role: "server", Graceful: true}},
+		{"pause", "{role: ledger, for: 20s}", &faults.Pause{Role: "ledger", For: dur.Duration(time.Second)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.kind, func(t *testing.T) {
+			written := params(t, tc.kind, tc.params)
+			before := params(t, tc.kind, tc.params)
+			plan := faults.Plan([]faults.Spec{{Kind: tc.kind, Params: written}}, 0.05, 1)
+			require.Len(t, plan, 1)
+			assert.Equal(t, tc.want, plan[0].Params, "durations scaled; counts, sizes, rates and names as written")
+			assert.Equal(t, before, written, "the spec's own params are left at real-world scale")
+			assert.Same(t, written, plan[0].Written)
+		})
+	}
 }
 
 func TestPlanJitterIsSeeded(t *testing.T) {

@@ -56,7 +56,7 @@ func (p *IdleTimeout) hold() dur.Duration   { return p.For }
 
 func (p *IdleTimeout) inject(_ context.Context, r *run, in Injection) (heal, string, error) {
 	h, detail, err := r.toxic(in, "", toxics.TypeIdleTimeout, Downstream,
-		toxiclient.Attributes{"idle": millis(p.Idle, in.Scale)})
+		toxiclient.Attributes{"idle": millis(p.Idle)})
 	if err != nil {
 		return nil, "", err
 	}
@@ -115,7 +115,7 @@ func (p *Reset) delay() dur.Duration {
 
 func (p *Reset) inject(ctx context.Context, r *run, in Injection) (heal, string, error) {
 	if p.For > 0 {
-		return r.toxic(in, "", toxics.TypeCut, Downstream, toxiclient.Attributes{"after": millis(p.After, in.Scale)})
+		return r.toxic(in, "", toxics.TypeCut, Downstream, toxiclient.Attributes{"after": millis(p.After)})
 	}
 	h, detail, err := r.toxic(in, "", toxics.TypeCut, Downstream, toxiclient.Attributes{"after": 0})
 	if err != nil {
@@ -157,7 +157,7 @@ func (p *Latency) hold() dur.Duration   { return p.For }
 func (p *Latency) inject(_ context.Context, r *run, in Injection) (heal, string, error) {
 	s, _ := stream(p.Stream)
 	return r.toxic(in, "", "latency", s, toxiclient.Attributes{
-		"latency": millis(p.Latency, in.Scale), "jitter": millis(p.Jitter, in.Scale),
+		"latency": millis(p.Latency), "jitter": millis(p.Jitter),
 	})
 }
 
@@ -223,7 +223,7 @@ func (p *Slicer) hold() dur.Duration   { return p.For }
 func (p *Slicer) inject(_ context.Context, r *run, in Injection) (heal, string, error) {
 	s, _ := stream(p.Stream)
 	return r.toxic(in, "", "slicer", s, toxiclient.Attributes{
-		"average_size": p.AverageSize, "size_variation": p.SizeVariation, "delay": micros(p.Delay, in.Scale),
+		"average_size": p.AverageSize, "size_variation": p.SizeVariation, "delay": micros(p.Delay),
 	})
 }
 

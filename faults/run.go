@@ -98,6 +98,12 @@ type Event struct {
 // every injection is done, with the failures joined and marked
 // [ErrInjection].
 //
+// Run takes the plan's params as valid: a loader checks every fault once,
+// when it reads the experiment (package harness/spec does), and a caller
+// that builds specs itself checks them with their Validate methods before
+// planning. Run only refuses an injection with no params, a kind the
+// catalogue does not have, and logs it as failed.
+//
 // When the plan asks for resets (a reset fault, or an idle_timeout with
 // close: reset), Run first installs a zero-toxicity reset_peer on the
 // proxy and keeps it until it returns. Toxiproxy then gives every
@@ -163,7 +169,7 @@ func (r *run) one(ctx context.Context, in Injection) error {
 	if !sleepUntil(ctx, r.env.Clock, r.env.WorkloadStart+in.At) {
 		return nil
 	}
-	e := Entry{Index: in.Index, Repeat: in.Repeat, Kind: in.Kind, Target: r.target(in), Params: paramsMap(in.Params)}
+	e := Entry{Index: in.Index, Repeat: in.Repeat, Kind: in.Kind, Target: r.target(in), Params: paramsMap(in.Written)}
 	start := r.env.Clock.Now()
 	e.StartUS = start.Microseconds()
 	// An injection that has begun runs to its end even if the run ends
@@ -194,12 +200,13 @@ func (r *run) one(ctx context.Context, in Injection) error {
 	return r.end(&e, nil)
 }
 
+// inject applies one injection. Its params were validated once, where
+// the experiment was loaded, so they are not checked again here; an
+// injection without params (a kind the catalogue lacks, from a caller that
+// planned specs it never validated) is the one thing Run cannot act on.
 func (r *run) inject(ctx context.Context, in Injection) (heal, string, error) {
 	if in.Params == nil {
 		return nil, "", fmt.Errorf("%w %q", ErrUnknownKind, in.Kind)
-	}
-	if err := in.Params.Validate(); err != nil {
-		return nil, "", err
 	}
 	return in.Params.inject(ctx, r, in)
 }
@@ -261,7 +268,8 @@ func (r *run) target(in Injection) string {
 	return r.env.Proxy
 }
 
-// paramsMap is the params as written, for the log.
+// paramsMap is the params as the experiment wrote them, at real-world
+// scale, for the log: the figures a reader finds in the experiment file.
 func paramsMap(p Params) map[string]any {
 	b, err := json.Marshal(p)
 	if err != nil {

@@ -66,13 +66,20 @@ func newFixture(t *testing.T, upstream string) *fixture {
 // progress hears every event along with the context's cancel.
 func (f *fixture) run(ctx context.Context, specs []faults.Spec, progress func(faults.Event)) ([]faults.Entry, error) {
 	f.t.Helper()
+	return f.runPlan(ctx, faults.Plan(specs, 1, 1), progress)
+}
+
+// runPlan runs a plan with a workload that starts now and returns the
+// fault log it wrote.
+func (f *fixture) runPlan(ctx context.Context, plan []faults.Injection, progress func(faults.Event)) ([]faults.Entry, error) {
+	f.t.Helper()
 	log, err := faults.CreateLog(f.logPath)
 	require.NoError(f.t, err)
 	env := faults.Env{
 		Clock: f.clock, WorkloadStart: f.clock.Now(), Toxiproxy: f.toxi, Proxy: "mcp",
 		Processes: f.procs, ControlURL: f.control.URL, Log: log, Progress: progress,
 	}
-	runErr := faults.Run(ctx, env, faults.Plan(specs, 1, 1))
+	runErr := faults.Run(ctx, env, plan)
 	require.NoError(f.t, log.Close())
 	entries, err := faults.LoadLog(f.logPath)
 	require.NoError(f.t, err)
@@ -141,17 +148,19 @@ func serve(t *testing.T, handle func(net.Conn)) string {
 
 func echo(c net.Conn) { _, _ = io.Copy(c, c) }
 
-// fakeProcesses records the process faults it is asked for.
+// fakeProcesses records the process faults it is asked for, and answers
+// each with fail.
 type fakeProcesses struct {
 	mu    sync.Mutex
 	calls []string
+	fail  error
 }
 
 func (p *fakeProcesses) record(s string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls = append(p.calls, s)
-	return nil
+	return p.fail
 }
 
 func (p *fakeProcesses) Restart(_ context.Context, role string, graceful bool) error {
@@ -364,10 +373,23 @@ func TestRunOneShotResetClosesOpenConnections(t *testing.T) {
 	roundTrip(t, fresh, "after: new connections pass")
 }
 
+func TestRunInjectsAtRunScaleAndLogsParamsAsWritten(t *testing.T) {
+	f := newFixture(t, serve(t, echo))
+	spec := faults.Spec{Kind: "latency", Params: params(t, "latency", "{latency: 2s, jitter: 1s, for: 5s}")}
+	entries, err := f.runPlan(context.Background(), faults.Plan([]faults.Spec{spec}, 0.01, 1), nil)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	e := entries[0]
+	assert.Contains(t, e.Detail, "jitter=10 latency=20", "the toxic gets the scaled durations, in ms")
+	assert.Equal(t, map[string]any{"latency": "2s", "jitter": "1s", "for": "5s"}, e.Params, "the log keeps the experiment's figures")
+	assert.Less(t, e.EndUS-e.StartUS, (2 * time.Second).Microseconds(), "healed after the scaled 50 ms, not 5 s")
+}
+
 func TestRunLogsFailuresAndGoesOn(t *testing.T) {
 	f := newFixture(t, serve(t, echo))
+	f.procs.fail = errors.New("no such agent")
 	specs := []faults.Spec{
-		{Kind: "partition", Params: &faults.Partition{Mode: "refuse"}}, // invalid: no window
+		{Kind: "crash", Params: params(t, "crash", "{role: server}")},
 		{Kind: "no_such_kind"},
 		{Kind: "latency", Params: params(t, "latency", "{latency: 5ms, for: 30ms}")},
 	}
@@ -380,10 +402,10 @@ func TestRunLogsFailuresAndGoesOn(t *testing.T) {
 	require.ErrorIs(t, err, faults.ErrInjection)
 	require.Len(t, entries, 3)
 	slices.SortFunc(entries, func(a, b faults.Entry) int { return a.Index - b.Index })
-	assert.Contains(t, entries[0].Error, "for: must be positive")
+	assert.Contains(t, entries[0].Error, "no such agent")
 	assert.Contains(t, entries[1].Error, "unknown fault kind")
 	assert.Empty(t, entries[2].Error, "the others still run")
-	assert.ElementsMatch(t, []string{"partition", "no_such_kind"}, failed)
+	assert.ElementsMatch(t, []string{"crash", "no_such_kind"}, failed)
 }
 
 func TestRunNeedsItsHandles(t *testing.T) {

@@ -6,4 +6,8 @@
 // "4m") and multiplied by time_scale when the experiment is planned, so a
 // four-minute partition runs in seconds. The schema is [Experiment]; the
 // fields it leaves out take the defaults listed on each type.
+//
+// Faults are decoded and validated here, once: an experiment that loads
+// holds each fault as a faults.Spec, its params: mapping in its kind's
+// params struct, and nothing downstream checks them again.
 package spec

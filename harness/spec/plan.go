@@ -91,7 +91,7 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 		perClient += call.Duration.Scale(f)
 	}
 	p.Workload = p.Template.Expand()
-	p.Faults = faults.Plan(x.faultSpecs(), f, p.Seed)
+	p.Faults = faults.Plan(x.Faults, f, p.Seed)
 	p.Scheduled = perClient
 	for _, in := range p.Faults {
 		p.Scheduled += in.Window
@@ -102,23 +102,6 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 	}
 	p.Expect = x.Expectation()
 	return p
-}
-
-// faultSpecs converts the fault list; it runs after validation, so every
-// kind is known and its params decode.
-func (x *Experiment) faultSpecs() []faults.Spec {
-	specs := make([]faults.Spec, len(x.Faults))
-	for i, fl := range x.Faults {
-		params, _ := faults.NewParams(fl.Kind)
-		if fl.Params.Kind != 0 {
-			_ = fl.Params.Decode(params)
-		}
-		specs[i] = faults.Spec{Kind: fl.Kind, At: fl.At, Params: params}
-		if r := fl.Repeat; r != nil {
-			specs[i].Repeat = &faults.Repeat{Every: r.Every, Count: r.Count, Jitter: r.Jitter}
-		}
-	}
-	return specs
 }
 
 // Expectation is the expect: block in the checker's terms.

@@ -10,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/faults"
+	"github.com/chaosrun/chaosrun/internal/dur"
 )
 
 const good = `name: double-charge-lb-idle
@@ -48,8 +51,12 @@ func TestParseGood(t *testing.T) {
 	require.Len(t, p.Workload.Clients, 2)
 	assert.Equal(t, "c2-1", p.Workload.Clients[1].Calls[0].ID)
 	assert.Equal(t, 4500*time.Millisecond, p.Workload.Clients[0].Calls[0].Duration)
+	require.Len(t, x.Faults, 1)
+	assert.Equal(t, &faults.IdleTimeout{Idle: dur.Duration(time.Minute), Close: "reset"}, x.Faults[0].Params,
+		"the loaded experiment keeps the params decoded, as written")
 	require.Len(t, p.Faults, 1)
 	assert.Equal(t, 3*time.Second, p.Faults[0].Window, "the idle timeout, scaled")
+	assert.Equal(t, &faults.IdleTimeout{Idle: dur.Duration(3 * time.Second), Close: "reset"}, p.Faults[0].Params, "scaled by the plan")
 	assert.Equal(t, 4500*time.Millisecond+18*time.Second+3*time.Second, p.Scheduled)
 	assert.Equal(t, time.Second/20, p.Client.Backoff.Initial)
 	assert.Equal(t, 1, p.Client.Backoff.Retries)
@@ -91,6 +98,14 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 		{"fail with no violations", [2]string{"violations: [no_duplicate_side_effects, no_session_fork]", "violations: []"}, "expect.violations: an experiment expected to fail violates something"},
 		{"empty file", [2]string{good, ""}, "x.yaml: the file is empty"},
 		{"zero time scale", [2]string{"time_scale: 0.05", "time_scale: 0"}, "x.yaml:4:13: time_scale: must be greater than 0"},
+		{"unknown repeat key", [2]string{"at: 0s,", "at: 0s, repeat: {evry: 1m, count: 2},"},
+			"x.yaml:17:43: faults[0].repeat.evry: unknown field (known: count, every, jitter)"},
+		{"repeat validation", [2]string{"at: 0s,", "at: 0s, repeat: {every: 1m, count: 0},"},
+			"x.yaml:17:61: faults[0].repeat.count: must be between 1 and 10000, got 0"},
+		{"unknown fault key", [2]string{"at: 0s,", "at: 0s, when: {tool: charge},"},
+			"x.yaml:17:34: faults[0].when: unknown field (known: at, kind, params, repeat)"},
+		{"params of the wrong type", [2]string{"idle: 60s", "idle: [60s]"},
+			"x.yaml:17:42: faults[0].params: line 17 column 49: a duration must be a string like 90s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

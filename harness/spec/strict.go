@@ -6,10 +6,16 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/chaosrun/chaosrun/faults"
 	"gopkg.in/yaml.v3"
 )
 
 var nodeType = reflect.TypeOf(yaml.Node{})
+
+// paramsKey is a fault's params: mapping. faults.Spec keeps it out of
+// yaml decoding (the struct it decodes into depends on the kind), so the
+// walk records its node and decodeParams decodes it.
+const paramsKey = "params"
 
 // checkKeys walks a YAML value against the Go type it will be decoded into,
 // reports every mapping key the type has no field for, and remembers the
@@ -82,6 +88,9 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 		}
 		out[name] = f.Type
 	}
+	if t == reflect.TypeFor[faults.Spec]() {
+		out[paramsKey] = nodeType
+	}
 	return out
 }
 
@@ -101,4 +110,24 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-func reflectType(v any) reflect.Type { return reflect.TypeOf(v) }
+// decodeParams decodes the params: mapping at path, if the file has one,
+// into a fault kind's params struct, strictly: an unknown key is a problem
+// like anywhere else. It is the only decode of a fault's params; it
+// reports false when it added a problem.
+func (x *Experiment) decodeParams(path string, params faults.Params, ps *problems) bool {
+	n := x.nodes[path]
+	if n == nil {
+		return true
+	}
+	before := len(ps.list)
+	checkKeys(n, reflect.TypeOf(params), path, x.nodes, ps)
+	if len(ps.list) > before {
+		return false
+	}
+	if err := n.Decode(params); err != nil {
+		line, col := x.at(path)
+		ps.add(line, col, path, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return false
+	}
+	return true
+}

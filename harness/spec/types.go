@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/internal/dur"
 	"gopkg.in/yaml.v3"
 )
@@ -14,8 +15,10 @@ type Experiment struct {
 	Server      Server   `yaml:"server"`
 	Client      Client   `yaml:"client"`
 	Workload    Workload `yaml:"workload"`
-	Faults      []Fault  `yaml:"faults"`
-	Expect      Expect   `yaml:"expect"`
+	// Faults is the fault schedule, decoded and validated once, at load:
+	// each entry's params: mapping is in its kind's params struct.
+	Faults []faults.Spec `yaml:"faults"`
+	Expect Expect        `yaml:"expect"`
 	// Deadline bounds the whole experiment in real (unscaled) wall time; the
 	// default is derived from the schedule.
 	Deadline dur.Duration `yaml:"deadline"`
@@ -68,23 +71,6 @@ type Call struct {
 	Tool     string         `yaml:"tool"`     // charge | chatty
 	Args     map[string]any `yaml:"args"`     // tool arguments
 	Duration dur.Duration   `yaml:"duration"` // how long the tool runs (real-world scale)
-}
-
-// Fault is one entry of the fault schedule. Params is decoded into the
-// kind's own parameter struct from package faults.
-type Fault struct {
-	Kind   string       `yaml:"kind"`
-	At     dur.Duration `yaml:"at"`
-	Params yaml.Node    `yaml:"params"`
-	Repeat *Repeat      `yaml:"repeat"`
-}
-
-// Repeat injects a fault again every Every, Count times in all, each time
-// shifted by a seeded random offset of at most Jitter.
-type Repeat struct {
-	Every  dur.Duration `yaml:"every"`
-	Count  int          `yaml:"count"`
-	Jitter dur.Duration `yaml:"jitter"`
 }
 
 // Expect is what the experiment should conclude.

@@ -220,6 +220,10 @@ func asInt(v any) (int64, bool) {
 	return 0, false
 }
 
+// validateFaults decodes each fault's params into its kind's params
+// struct, which the experiment keeps (an absent mapping keeps the zero
+// params), and validates the params and the repeat block: the one
+// validation a fault gets, since the runner trusts what was loaded.
 func (x *Experiment) validateFaults(bad badFunc, ps *problems) {
 	for i := range x.Faults {
 		f := &x.Faults[i]
@@ -229,25 +233,16 @@ func (x *Experiment) validateFaults(bad badFunc, ps *problems) {
 			bad(p+".kind", "%v", err)
 			continue
 		}
-		if f.Params.Kind != 0 {
-			before := len(ps.list)
-			checkKeys(&f.Params, reflectType(params), p+".params", x.nodes, ps)
-			if len(ps.list) > before {
-				continue
-			}
-			if err := f.Params.Decode(params); err != nil {
-				line, col := x.at(p + ".params")
-				ps.add(line, col, p+".params", "%s", strings.TrimPrefix(err.Error(), "yaml: "))
-				continue
-			}
+		if !x.decodeParams(p+".params", params, ps) {
+			continue
 		}
+		f.Params = params
 		if err := params.Validate(); err != nil {
 			field, msg := splitField(err.Error())
 			bad(join(p+".params", field), "%s", msg)
 		}
 		if r := f.Repeat; r != nil {
-			err := faults.Repeat{Every: r.Every, Count: r.Count, Jitter: r.Jitter}.Validate()
-			if err != nil {
+			if err := r.Validate(); err != nil {
 				field, msg := splitField(err.Error())
 				bad(join(p+".repeat", field), "%s", msg)
 			}

@@ -129,7 +129,7 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 	if err := due.wait(ctx); err != nil {
 		return 0, fmt.Errorf("faults due at start: %w", err)
 	}
-	e.progress("workload: %d client(s), %s client, %s server", len(e.plan.Workload.Clients), e.plan.Client.Target, e.plan.Server.Target)
+	e.progress("workload: %d client(s), %s client, %s server", e.plan.Template.Clients, e.plan.Client.Target, e.plan.Server.Target)
 	client, err := e.start(ctx, agent.Spec{Role: agent.RoleClient, Args: clientArgs(e.plan, e.endpoint)})
 	if err != nil {
 		return 0, err
@@ -172,10 +172,8 @@ func (e *experiment) settle(ctx context.Context, clientExit time.Time, killed ti
 // longestCall is the longest scaled call duration of the plan.
 func longestCall(p *spec.Plan) time.Duration {
 	var d time.Duration
-	for _, c := range p.Workload.Clients {
-		for _, call := range c.Calls {
-			d = max(d, call.Duration)
-		}
+	for _, call := range p.Template.Calls {
+		d = max(d, call.Duration)
 	}
 	return d
 }

@@ -49,7 +49,7 @@ expect: {verdict: pass}
 		return
 	}
 	p := x.Plan(spec.Overrides{})
-	assert.Len(t, p.Workload.Clients, 1000)
+	assert.Equal(t, 1000, p.Template.Clients)
 	longest := 0
 	for _, a := range clientArgs(p, "http://proxy:8666/mcp") {
 		longest = max(longest, len(a))

@@ -16,8 +16,7 @@ type Overrides struct {
 }
 
 // Plan is an experiment at run scale: every duration multiplied by the time
-// scale, the workload expanded per client, and the fault schedule drawn
-// from the seed.
+// scale and the fault schedule drawn from the seed.
 type Plan struct {
 	Experiment *Experiment
 	Seed       int64
@@ -25,10 +24,9 @@ type Plan struct {
 
 	Server ServerPlan
 	Client ClientPlan
-	// Template is the workload as the client agent takes it; Workload is
-	// it expanded, client by client.
+	// Template is the workload as the client agent takes it: every client
+	// makes the same calls (Template.Expand names them client by client).
 	Template workload.Template
-	Workload workload.Plan
 	Faults   []faults.Injection
 	Expect   check.Expectation
 
@@ -90,7 +88,6 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 		p.Template.Calls = append(p.Template.Calls, workload.Call{Tool: call.Tool, Args: maps.Clone(call.Args), Duration: call.Duration.Scale(f)})
 		perClient += call.Duration.Scale(f)
 	}
-	p.Workload = p.Template.Expand()
 	p.Faults = faults.Plan(x.Faults, f, p.Seed)
 	p.Scheduled = perClient
 	for _, in := range p.Faults {

@@ -48,9 +48,10 @@ func TestParseGood(t *testing.T) {
 
 	p := x.Plan(Overrides{})
 	assert.Equal(t, int64(7), p.Seed)
-	require.Len(t, p.Workload.Clients, 2)
-	assert.Equal(t, "c2-1", p.Workload.Clients[1].Calls[0].ID)
-	assert.Equal(t, 4500*time.Millisecond, p.Workload.Clients[0].Calls[0].Duration)
+	w := p.Template.Expand()
+	require.Len(t, w.Clients, 2)
+	assert.Equal(t, "c2-1", w.Clients[1].Calls[0].ID)
+	assert.Equal(t, 4500*time.Millisecond, w.Clients[0].Calls[0].Duration)
 	require.Len(t, x.Faults, 1)
 	assert.Equal(t, &faults.IdleTimeout{Idle: dur.Duration(time.Minute), Close: "reset"}, x.Faults[0].Params,
 		"the loaded experiment keeps the params decoded, as written")
@@ -66,7 +67,7 @@ func TestParseGood(t *testing.T) {
 	scale := 0.01
 	seed := int64(9)
 	p = x.Plan(Overrides{TimeScale: &scale, Seed: &seed})
-	assert.Equal(t, 900*time.Millisecond, p.Workload.Clients[0].Calls[0].Duration)
+	assert.Equal(t, 900*time.Millisecond, p.Template.Calls[0].Duration)
 	assert.Equal(t, int64(9), p.Seed)
 }
 
@@ -161,7 +162,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		p := x.Plan(Overrides{})
-		require.NotEmpty(t, p.Workload.Clients)
+		require.NotEmpty(t, p.Template.Expand().Clients)
 		require.Positive(t, p.Deadline)
 	})
 }

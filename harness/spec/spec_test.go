@@ -166,3 +166,16 @@ func FuzzParse(f *testing.F) {
 		require.Positive(t, p.Deadline)
 	})
 }
+
+func TestExperimentsShareNoDefaults(t *testing.T) {
+	src := strings.Replace(good, "backoff: {initial: 1s, max: 30s, retries: 1}", "backoff: {initial: 1s, max: 30s}", 1)
+	require.NotEqual(t, good, src)
+	a, err := Parse("a.yaml", []byte(src))
+	require.NoError(t, err)
+	b, err := Parse("b.yaml", []byte(src))
+	require.NoError(t, err)
+	require.Equal(t, 8, *a.Client.Backoff.Retries, "defaulted")
+	*a.Client.Backoff.Retries = 3
+	assert.Equal(t, 8, *b.Client.Backoff.Retries, "one experiment's retries are not another's")
+	assert.NotSame(t, a.Faults[0].Params, b.Faults[0].Params, "nor are its fault params")
+}

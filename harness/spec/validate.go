@@ -18,16 +18,18 @@ import (
 
 // Accepted values of the enumerated fields.
 var (
-	ServerTargets  = []string{targets.Reference, targets.GoSDK, targets.MCPGo, targets.Command, targets.Image}
-	ClientTargets  = []string{targets.Resumable, targets.Naive, targets.GoSDK, targets.MCPGo}
-	Unresumable    = []string{"gone", "silent_head"}
-	EventStores    = []string{"memory", "file"}
-	Cursors        = []string{"memory", "file"}
-	Verdicts       = []string{"pass", "fail", "inconclusive"}
-	Tools          = []string{mcpwire.ToolCharge, mcpwire.ToolChatty}
-	nameRE         = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
-	defaultRetries = 8
+	ServerTargets = []string{targets.Reference, targets.GoSDK, targets.MCPGo, targets.Command, targets.Image}
+	ClientTargets = []string{targets.Resumable, targets.Naive, targets.GoSDK, targets.MCPGo}
+	Unresumable   = []string{"gone", "silent_head"}
+	EventStores   = []string{"memory", "file"}
+	Cursors       = []string{"memory", "file"}
+	Verdicts      = []string{"pass", "fail", "inconclusive"}
+	Tools         = []string{mcpwire.ToolCharge, mcpwire.ToolChatty}
+	nameRE        = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 )
+
+// defaultRetries is client.backoff.retries when the file leaves it out.
+const defaultRetries = 8
 
 func (x *Experiment) applyDefaults() {
 	def := func(s *string, v string) {
@@ -60,7 +62,7 @@ func (x *Experiment) applyDefaults() {
 		x.Client.Backoff.Max = dur.Duration(30 * time.Second)
 	}
 	if x.Client.Backoff.Retries == nil {
-		x.Client.Backoff.Retries = &defaultRetries
+		x.Client.Backoff.Retries = new(defaultRetries) // each experiment its own
 	}
 	if x.Workload.Clients == 0 {
 		x.Workload.Clients = 1

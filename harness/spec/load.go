@@ -107,7 +107,7 @@ func (x *Experiment) typeProblems(err error, ps *problems) {
 	}
 	for _, msg := range msgs {
 		line, col := position(msg)
-		field := x.fieldAt(line, col)
+		field := x.fieldAt(line, col, msg)
 		if n := x.nodes[field]; n != nil && col == 0 {
 			col = n.Column
 		}
@@ -116,10 +116,32 @@ func (x *Experiment) typeProblems(err error, ps *problems) {
 	}
 }
 
-// fieldAt finds the field whose value starts at line and col, or without a
-// column the deepest field whose value starts on line.
-func (x *Experiment) fieldAt(line, col int) string {
+// fieldAt finds the field whose value starts at line and col. Without a
+// column (yaml.v3's type errors give none) it takes, of the fields on
+// line, the one whose value msg quotes ("cannot unmarshal !!str `x`"),
+// then the deepest, then the leftmost: two values on one line of a flow
+// mapping never leave the choice to map order.
+func (x *Experiment) fieldAt(line, col int, msg string) string {
+	quoted := ""
+	if m := quotedRE.FindStringSubmatch(msg); m != nil {
+		quoted = m[1]
+	}
+	isQuoted := func(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && quoted != "" && n.Value == quoted }
 	best := ""
+	better := func(path string, n *yaml.Node) bool {
+		b := x.nodes[best]
+		switch {
+		case best == "":
+			return true
+		case isQuoted(n) != isQuoted(b):
+			return isQuoted(n)
+		case len(path) != len(best):
+			return len(path) > len(best)
+		case n.Column != b.Column:
+			return n.Column < b.Column
+		}
+		return path < best
+	}
 	for path, n := range x.nodes {
 		if n.Line != line {
 			continue
@@ -127,12 +149,14 @@ func (x *Experiment) fieldAt(line, col int) string {
 		if col > 0 && n.Column == col {
 			return path
 		}
-		if col == 0 && len(path) > len(best) {
+		if col == 0 && better(path, n) {
 			best = path
 		}
 	}
 	return best
 }
+
+var quotedRE = regexp.MustCompile("`([^`]*)`")
 
 // at returns the position of a field path, or of its nearest parent that
 // appears in the file (a defaulted field has no node of its own).

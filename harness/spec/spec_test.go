@@ -105,6 +105,8 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 			"x.yaml:17:61: faults[0].repeat.count: must be between 1 and 10000, got 0"},
 		{"unknown fault key", [2]string{"at: 0s,", "at: 0s, when: {tool: charge},"},
 			"x.yaml:17:34: faults[0].when: unknown field (known: at, kind, params, repeat)"},
+		{"wrong type beside another value", [2]string{"at: 0s,", "at: 0s, repeat: {every: 1m, count: many},"},
+			"x.yaml:17:61: faults[0].repeat.count: cannot unmarshal !!str `many` into int"},
 		{"params of the wrong type", [2]string{"idle: 60s", "idle: [60s]"},
 			"x.yaml:17:42: faults[0].params: line 17 column 49: a duration must be a string like 90s"},
 	}

@@ -21,6 +21,11 @@ type Entry struct {
 	StartUS int64          `json:"start_us"`
 	EndUS   int64          `json:"end_us"`
 	Detail  string         `json:"detail,omitempty"`
+	// Trigger describes the protocol trigger the injection waited for, and
+	// FiredBy and FiredUS what fired it and when, on the run's clock.
+	Trigger string `json:"trigger,omitempty"`
+	FiredBy string `json:"fired_by,omitempty"`
+	FiredUS int64  `json:"fired_us,omitempty"`
 	// Error is set when the injection failed: the fault never acted.
 	Error string `json:"error,omitempty"`
 	// HealError is set when the fault acted but undoing it failed.

@@ -3,11 +3,13 @@ package faults
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"time"
 
+	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/internal/dur"
 )
 
@@ -20,16 +22,15 @@ const MaxRepeat = 10000
 // decodes that mapping itself, into [NewParams](Kind) (package harness/spec
 // does, strictly, once, when it loads the experiment).
 //
-// A fault fires At after the workload's start. A protocol trigger (firing
-// when the wire shows an event rather than at a time, issue 10) belongs
-// beside At, as a field of its own with yaml tags like Repeat's: the loader
-// checks its keys against this struct, and [Plan] would hand it on to the
-// injection, scaled, for [Run] to wait on instead of the clock.
+// A fault fires At after the workload's start or, with When, At after its
+// protocol trigger fired (see package faults/trigger): when the wire showed
+// the event, however long the client took to get there.
 type Spec struct {
-	Kind   string       `yaml:"kind"`
-	At     dur.Duration `yaml:"at"` // offset from the workload's start
-	Params Params       `yaml:"-"`  // params:, decoded by kind; nil: the kind's zero params
-	Repeat *Repeat      `yaml:"repeat"`
+	Kind   string        `yaml:"kind"`
+	At     dur.Duration  `yaml:"at"`   // offset from the workload's start, or from the trigger's firing
+	When   *trigger.When `yaml:"when"` // nil: the fault fires at a time
+	Params Params        `yaml:"-"`    // params:, decoded by kind; nil: the kind's zero params
+	Repeat *Repeat       `yaml:"repeat"`
 }
 
 // Repeat injects a fault Count times in all, Every apart, each time shifted
@@ -61,7 +62,11 @@ type Injection struct {
 	Index  int           // position of the fault in the experiment's list
 	Repeat int           // which repetition: 0 for the first
 	Kind   string        // the fault kind
-	At     time.Duration // scaled offset from the workload's start
+	At     time.Duration // scaled offset from the workload's start, or from Trigger's firing
+	// Trigger, when set, gates the injection: it waits for the trigger to
+	// fire, and At counts from the firing. Every repetition of a fault
+	// shares its fault's trigger.
+	Trigger *trigger.Trigger
 	// Window is the scaled length of the fault's scheduled effect — the
 	// idle timeout for idle_timeout, For for windowed faults, 0 for instant
 	// ones — which a runner adds up into the run's scheduled time.
@@ -108,6 +113,11 @@ func Plan(specs []Spec, timeScale float64, seed int64) []Injection {
 		if s.Repeat != nil {
 			count, every, jitter = min(max(s.Repeat.Count, 1), MaxRepeat), s.Repeat.Every, s.Repeat.Jitter
 		}
+		var gate *trigger.Trigger
+		if s.When != nil {
+			t := s.When.Scaled(TriggerID(i), timeScale)
+			gate = &t
+		}
 		rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
 		for k := range count {
 			at := s.At + dur.Duration(k)*every
@@ -117,7 +127,7 @@ func Plan(specs []Spec, timeScale float64, seed int64) []Injection {
 			if jitter > 0 {
 				at += dur.Duration(rng.Int64N(int64(jitter) + 1))
 			}
-			in := Injection{Index: i, Repeat: k, Kind: s.Kind, At: at.Scale(timeScale), Params: params, Written: written}
+			in := Injection{Index: i, Repeat: k, Kind: s.Kind, At: at.Scale(timeScale), Trigger: gate, Params: params, Written: written}
 			if params != nil {
 				in.Window, in.Hold = params.window().D(), params.hold().D()
 			}
@@ -125,6 +135,25 @@ func Plan(specs []Spec, timeScale float64, seed int64) []Injection {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Injection) int { return cmp.Compare(a.At, b.At) })
+	return out
+}
+
+// TriggerID names the trigger of the experiment's fault index.
+func TriggerID(index int) string { return fmt.Sprintf("fault-%d", index) }
+
+// PlanTriggers lists the distinct triggers of a plan, in the order of their
+// faults in the experiment.
+func PlanTriggers(plan []Injection) []trigger.Trigger {
+	byIndex := map[int]trigger.Trigger{}
+	for _, in := range plan {
+		if in.Trigger != nil {
+			byIndex[in.Index] = *in.Trigger
+		}
+	}
+	out := make([]trigger.Trigger, 0, len(byIndex))
+	for _, i := range slices.Sorted(maps.Keys(byIndex)) {
+		out = append(out, byIndex[i])
+	}
 	return out
 }
 

@@ -13,6 +13,7 @@ import (
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
+	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/internal/runclock"
 )
 
@@ -59,9 +60,23 @@ type Env struct {
 	ControlURL string
 	HTTPClient *http.Client // for the control calls; nil uses a 10 s timeout client
 	Log        *Log         // receives one entry per injection
+	// Triggers arms the plan's protocol triggers and waits for their
+	// firings; only a plan with triggers needs it.
+	Triggers Triggers
 	// Progress, if set, hears of every injection, heal and failure as it
 	// happens. Calls are serialised; it must return quickly.
 	Progress func(Event)
+}
+
+// Triggers is the proxy agent's protocol triggers, as the injector uses
+// them (package faults/proxy's Client implements it).
+type Triggers interface {
+	// Arm arms the triggers; they evaluate the wire from then on.
+	Arm(ctx context.Context, ts []trigger.Trigger) error
+	// Fired waits until the trigger with the given id fires, or ctx ends.
+	Fired(ctx context.Context, id string) (trigger.Firing, error)
+	// Healed tells the triggers that fault index healed at atUS.
+	Healed(ctx context.Context, index int, atUS int64) error
 }
 
 // Phase is what happened to an injection.
@@ -124,6 +139,11 @@ func Run(ctx context.Context, env Env, plan []Injection) error {
 			return fmt.Errorf("faults: run: %w", err)
 		}
 	}
+	if ts := PlanTriggers(plan); len(ts) > 0 && env.Triggers != nil {
+		if err := env.Triggers.Arm(ctx, ts); err != nil {
+			return fmt.Errorf("faults: run: arm triggers: %w", err)
+		}
+	}
 	errs := make([]error, len(plan), len(plan)+1)
 	var wg sync.WaitGroup
 	for i, in := range plan {
@@ -166,10 +186,21 @@ type run struct {
 
 // one waits for, applies, heals and logs one injection.
 func (r *run) one(ctx context.Context, in Injection) error {
-	if !sleepUntil(ctx, r.env.Clock, r.env.WorkloadStart+in.At) {
+	e := Entry{Index: in.Index, Repeat: in.Repeat, Kind: in.Kind, Target: r.target(in), Params: paramsMap(in.Written)}
+	base := r.env.WorkloadStart
+	if in.Trigger != nil {
+		f, err := r.fired(ctx, in, &e)
+		if err != nil {
+			return err
+		}
+		if f == nil {
+			return nil
+		}
+		base = time.Duration(f.AtUS) * time.Microsecond
+	}
+	if !sleepUntil(ctx, r.env.Clock, base+in.At) {
 		return nil
 	}
-	e := Entry{Index: in.Index, Repeat: in.Repeat, Kind: in.Kind, Target: r.target(in), Params: paramsMap(in.Written)}
 	start := r.env.Clock.Now()
 	e.StartUS = start.Microseconds()
 	// An injection that has begun runs to its end even if the run ends
@@ -196,8 +227,40 @@ func (r *run) one(ctx context.Context, in Injection) error {
 	if err := h(hctx); err != nil {
 		return r.endHealFailed(&e, fmt.Errorf("heal: %w", err))
 	}
-	r.emit(PhaseHealed, &e, r.env.Clock.Micros(), nil)
+	healed := r.env.Clock.Micros()
+	r.emit(PhaseHealed, &e, healed, nil)
+	if r.env.Triggers != nil {
+		if err := r.env.Triggers.Healed(hctx, in.Index, healed); err != nil {
+			return r.end(&e, fmt.Errorf("tell the triggers of the heal: %w", err))
+		}
+	}
 	return r.end(&e, nil)
+}
+
+// fired waits for the trigger that gates in, and notes in e what fired it.
+// It returns nil, nil when the run ended first: a trigger that never fired
+// is logged, for the first repetition, as an injection that failed, so the
+// log says what the fault waited for.
+func (r *run) fired(ctx context.Context, in Injection, e *Entry) (*trigger.Firing, error) {
+	e.Trigger = in.Trigger.String()
+	if r.env.Triggers == nil {
+		e.StartUS = r.env.Clock.Micros()
+		return nil, r.end(e, errors.New("no protocol triggers in this run (the proxy has no wire observer)"))
+	}
+	f, err := r.env.Triggers.Fired(ctx, in.Trigger.ID)
+	switch {
+	case err == nil && f.Err == "":
+		e.FiredBy, e.FiredUS = f.Detail, f.AtUS
+		return &f, nil
+	case in.Repeat > 0:
+		return nil, nil
+	case err == nil:
+		err = errors.New(f.Err)
+	case ctx.Err() != nil:
+		err = errors.New("the run ended first")
+	}
+	e.StartUS = r.env.Clock.Micros()
+	return nil, r.end(e, fmt.Errorf("trigger never fired (%s): %w", e.Trigger, err))
 }
 
 // inject applies one injection. Its params were validated once, where

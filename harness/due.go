@@ -13,7 +13,8 @@ import (
 const dueTimeout = 2 * time.Minute
 
 // dueTracker waits until every injection planned for the workload's start
-// has been injected (or has failed).
+// has been injected (or has failed). An injection gated by a protocol
+// trigger is never due at the start: it waits for the wire.
 type dueTracker struct {
 	mu      sync.Mutex
 	pending map[[2]int]bool
@@ -23,7 +24,7 @@ type dueTracker struct {
 func newDueTracker(plan []faults.Injection) *dueTracker {
 	d := &dueTracker{pending: map[[2]int]bool{}, done: make(chan struct{})}
 	for _, in := range plan {
-		if in.At == 0 {
+		if in.At == 0 && in.Trigger == nil {
 			d.pending[[2]int{in.Index, in.Repeat}] = true
 		}
 	}

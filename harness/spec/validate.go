@@ -249,6 +249,12 @@ func (x *Experiment) validateFaults(bad badFunc, ps *problems) {
 				bad(join(p+".repeat", field), "%s", msg)
 			}
 		}
+		if w := f.When; w != nil {
+			if err := w.Validate(i, len(x.Faults)); err != nil {
+				field, msg := splitField(err.Error())
+				bad(join(p+".when", field), "%s", msg)
+			}
+		}
 	}
 }
 

@@ -43,7 +43,7 @@ func newFixture(t *testing.T, upstream string) *fixture {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	agent, err := proxy.Start(context.Background(), ln, nil)
+	agent, err := proxy.Start(context.Background(), ln, proxy.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, agent.Close()) })
 

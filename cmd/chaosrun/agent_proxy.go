@@ -18,11 +18,15 @@ func newProxyAgentCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var log = cmd.ErrOrStderr()
-			if !f.verbose {
-				log = nil
+			clock, err := f.clock()
+			if err != nil {
+				return err
 			}
-			a, err := proxy.Start(ctx, ln, log)
+			opts := proxy.Options{Clock: clock}
+			if f.verbose {
+				opts.Log = cmd.ErrOrStderr()
+			}
+			a, err := proxy.Start(ctx, ln, opts)
 			if err != nil {
 				return withCode(exitHarness, err)
 			}

@@ -1,9 +1,10 @@
 // Package proxy is the proxy agent's library: an embedded Toxiproxy server
-// with chaosrun's toxics registered, serving Toxiproxy's REST API (and
-// nothing else) on a listener the caller owns. `chaosrun agent proxy` runs
-// it; the runner then drives it with Toxiproxy's own Go client
+// with chaosrun's toxics registered, serving Toxiproxy's REST API on a
+// listener the caller owns, and beside it chaosrun's own API for protocol
+// triggers (see triggers.go). `chaosrun agent proxy` runs it; the runner
+// drives Toxiproxy with its own Go client
 // (github.com/Shopify/toxiproxy/v2/client), creating proxies and adding
-// toxics by type name, ours included.
+// toxics by type name, ours included, and the rest with [Client].
 package proxy
 
 import (
@@ -20,6 +21,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/chaosrun/chaosrun/faults/toxics"
+	"github.com/chaosrun/chaosrun/faults/trigger"
+	"github.com/chaosrun/chaosrun/internal/runclock"
 )
 
 // shutdownTimeout bounds how long Close waits for API requests in flight.
@@ -27,7 +30,9 @@ const shutdownTimeout = 5 * time.Second
 
 // Agent is a running Toxiproxy API server and the proxies created through it.
 type Agent struct {
-	api  *toxiproxy.ApiServer
+	api     *toxiproxy.ApiServer
+	engine  *trigger.Engine
+	firings *firings
 	srv  *http.Server
 	url  string
 	stop func() bool // detaches the ctx watcher
@@ -38,12 +43,21 @@ type Agent struct {
 	closeErr  error
 }
 
-// Start registers chaosrun's toxics, and serves Toxiproxy's REST API on ln
-// until Close is called or ctx ends. Toxiproxy's log lines go to log (nil
-// discards them). Proxies created through the API listen on the addresses
-// they are given; "127.0.0.1:0" picks a free port, which the API reports
-// back as the proxy's listen address.
-func Start(ctx context.Context, ln net.Listener, log io.Writer) (*Agent, error) {
+// Options configure an [Agent].
+type Options struct {
+	// Log receives Toxiproxy's log lines; nil discards them.
+	Log io.Writer
+	// Clock is the run's base clock: triggers fire on it. The zero value
+	// starts a clock at Start.
+	Clock runclock.Clock
+}
+
+// Start registers chaosrun's toxics, and serves Toxiproxy's REST API and
+// chaosrun's own on ln until Close is called or ctx ends. Proxies created
+// through the API listen on the addresses they are given; "127.0.0.1:0"
+// picks a free port, which the API reports back as the proxy's listen
+// address.
+func Start(ctx context.Context, ln net.Listener, opts Options) (*Agent, error) {
 	if ln == nil {
 		return nil, errors.New("proxy agent: no listener")
 	}
@@ -52,16 +66,26 @@ func Start(ctx context.Context, ln net.Listener, log io.Writer) (*Agent, error) 
 	}
 	toxics.Register()
 	logger := zerolog.Nop()
-	if log != nil {
-		logger = zerolog.New(log).With().Timestamp().Logger()
+	if opts.Log != nil {
+		logger = zerolog.New(opts.Log).With().Timestamp().Logger()
+	}
+	if opts.Clock.Base().IsZero() {
+		opts.Clock = runclock.Start()
 	}
 	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), logger)
 	a := &Agent{
-		api:    api,
-		srv:    &http.Server{Handler: api.Routes(), ReadHeaderTimeout: 10 * time.Second},
-		url:    "http://" + ln.Addr().String(),
-		served: make(chan struct{}),
+		api:     api,
+		firings: newFirings(),
+		url:     "http://" + ln.Addr().String(),
+		served:  make(chan struct{}),
 	}
+	a.engine = trigger.NewEngine(opts.Clock, a.firings.add)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+pathTriggers, a.serveArm)
+	mux.HandleFunc("GET "+pathFirings, a.serveFirings)
+	mux.HandleFunc("POST "+pathHeals, a.serveHeal)
+	mux.Handle("/", api.Routes())
+	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(a.served)
 		if err := a.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -86,6 +110,8 @@ func (a *Agent) Close() error {
 
 func (a *Agent) shutdown() {
 	a.closeOnce.Do(func() {
+		a.engine.Close()
+		close(a.firings.done)
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
 		errShutdown := a.srv.Shutdown(ctx)

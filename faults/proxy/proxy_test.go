@@ -20,7 +20,7 @@ func startAgent(t *testing.T, ctx context.Context) *proxy.Agent {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	a, err := proxy.Start(ctx, ln, nil)
+	a, err := proxy.Start(ctx, ln, proxy.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, a.Close()) })
 	return a

@@ -33,9 +33,9 @@ type Agent struct {
 	api     *toxiproxy.ApiServer
 	engine  *trigger.Engine
 	firings *firings
-	srv  *http.Server
-	url  string
-	stop func() bool // detaches the ctx watcher
+	srv     *http.Server
+	url     string
+	stop    func() bool // detaches the ctx watcher
 
 	served    chan struct{} // closed when Serve has returned
 	serveErr  error

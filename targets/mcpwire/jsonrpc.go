@@ -122,6 +122,17 @@ func ParseMessage(b []byte) (Message, error) {
 	return m, m.validate()
 }
 
+// CallID returns the id of body when it is a single tools/call request,
+// rendered as [IDString] does, and "" otherwise. It is how a proxy or an
+// observer that does not run the protocol tells which call a POST carries.
+func CallID(body []byte) string {
+	m, err := ParseMessage(body)
+	if err != nil || !m.IsRequest() || m.Method != MethodToolsCall {
+		return ""
+	}
+	return m.IDString()
+}
+
 // ParseBody decodes a POST body: one message, or (batch=true) a JSON array
 // of messages as protocol 2025-03-26 allows.
 func ParseBody(b []byte) (msgs []Message, batch bool, err error) {

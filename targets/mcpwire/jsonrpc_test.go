@@ -97,3 +97,19 @@ func FuzzParseBody(f *testing.F) {
 		}
 	})
 }
+
+func FuzzCallID(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, `{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{}}`, `[`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		id := CallID(body)
+		if id == "" {
+			return
+		}
+		m, err := ParseMessage(body)
+		require.NoError(t, err)
+		require.Equal(t, MethodToolsCall, m.Method)
+		require.True(t, m.IsRequest())
+	})
+}

@@ -50,17 +50,7 @@ func peekCallID(r *http.Request) string {
 	if err != nil || len(head) > maxPeekBytes {
 		return ""
 	}
-	return CallID(head)
-}
-
-// CallID returns the JSON-RPC id of body when it is a single tools/call
-// request, rendered as [mcpwire.IDString] does, and "" otherwise.
-func CallID(body []byte) string {
-	m, err := mcpwire.ParseMessage(body)
-	if err != nil || !m.IsRequest() || m.Method != mcpwire.MethodToolsCall {
-		return ""
-	}
-	return m.IDString()
+	return mcpwire.CallID(head)
 }
 
 type readCloser struct {

@@ -124,19 +124,3 @@ func TestMountControl(t *testing.T) {
 		})
 	}
 }
-
-func FuzzCallID(f *testing.F) {
-	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, `{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{}}`, `[`, ``} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		id := CallID(body)
-		if id == "" {
-			return
-		}
-		m, err := mcpwire.ParseMessage(body)
-		require.NoError(t, err)
-		require.Equal(t, mcpwire.MethodToolsCall, m.Method)
-		require.True(t, m.IsRequest())
-	})
-}

@@ -53,7 +53,7 @@ func (o *observer) toolsCall(req *http.Request) (string, bool) {
 	if err != nil || len(b) > maxPeekBytes {
 		return "", false
 	}
-	id := CallID(b)
+	id := mcpwire.CallID(b)
 	return id, id != ""
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
-	"github.com/chaosrun/chaosrun/targets/sdkcommon"
+	"github.com/chaosrun/chaosrun/targets/sdkclient"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
@@ -26,7 +26,7 @@ import (
 // when ctx ends the run early, and another error only when the history
 // cannot be written.
 func RunClient(ctx context.Context, opts workload.Options, c workload.Client) error {
-	tr, err := sdkcommon.NewTracker(opts, c.ID, Target)
+	tr, err := sdkclient.NewTracker(opts, c.ID, Target)
 	if err != nil {
 		return fmt.Errorf("go-sdk client %s: %w", c.ID, err)
 	}
@@ -60,7 +60,7 @@ func RunClient(ctx context.Context, opts workload.Options, c workload.Client) er
 
 type client struct {
 	opts  workload.Options
-	tr    *sdkcommon.Tracker
+	tr    *sdkclient.Tracker
 	httpc *http.Client
 	sdk   *mcp.Client
 	live  *session

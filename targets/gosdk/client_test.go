@@ -14,7 +14,7 @@ import (
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/history"
 	"github.com/chaosrun/chaosrun/targets/mcpgo"
-	"github.com/chaosrun/chaosrun/targets/sdkcommon"
+	"github.com/chaosrun/chaosrun/targets/sdkclient"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
@@ -281,5 +281,5 @@ func TestGoSDKClientReconnectStatus_CurrentBehaviour(t *testing.T) {
 
 func TestRunClientWithoutHistory(t *testing.T) {
 	err := RunClient(context.Background(), workload.Options{Endpoint: "http://127.0.0.1:1/mcp"}, workload.Client{ID: "x"})
-	require.ErrorIs(t, err, sdkcommon.ErrNoHistory)
+	require.ErrorIs(t, err, sdkclient.ErrNoHistory)
 }

@@ -4,8 +4,8 @@
 // MemoryEventStore serving the charge and chatty tools, and a client
 // ([RunClient]) that is the SDK's own client over its
 // StreamableClientTransport. Both write the same ledger records and history
-// as the reference targets (see targets/sdkcommon for what is shared and
-// how the SDK's traffic is observed).
+// as the reference targets (see targets/sdkserver for what the servers
+// share and targets/sdkclient for how the SDK's traffic is observed).
 //
 // What follows is how v1.8.0 behaves, read from its sources (mcp/streamable.go,
 // mcp/event.go, mcp/server.go, mcp/client.go) and pinned by this package's
@@ -51,7 +51,7 @@
 // "shutdown" after Close. A session whose initialize failed is not recorded.
 // Tools cannot see the SDK's event ids (event_id 0) nor whether a result
 // reached a stream: result_written means handed to the SDK. The JSON-RPC
-// request id reaches the tool through sdkcommon.Front. /control/expire
+// request id reaches the tool through sdkserver.Front. /control/expire
 // closes the session through the SDK; /control/terminate answers 501: the
 // SDK has no session-terminating close event.
 //
@@ -83,7 +83,7 @@
 //     2025-11-25.
 //
 // The adapter reports stream_break, reconnect and resume by observing the
-// SDK's HTTP traffic (sdkcommon.Tracker), not from SDK callbacks: the SDK
+// SDK's HTTP traffic (sdkclient.Tracker), not from SDK callbacks: the SDK
 // exposes none. workload.Options.ReadTimeout is not applied: the SDK has no
 // idle-read timeout.
 package gosdk

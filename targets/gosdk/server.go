@@ -14,7 +14,7 @@ import (
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
-	"github.com/chaosrun/chaosrun/targets/sdkcommon"
+	"github.com/chaosrun/chaosrun/targets/sdkserver"
 )
 
 // Target names this SDK in histories, ledger sources and control answers.
@@ -55,7 +55,7 @@ type ServerConfig struct {
 // Server is the go-sdk's StreamableHTTPHandler, with a MemoryEventStore,
 // serving the charge and chatty tools.
 type Server struct {
-	tools   *sdkcommon.Tools
+	tools   *sdkserver.Tools
 	sdk     *mcp.Server
 	handler http.Handler
 
@@ -77,15 +77,15 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{tools: sdkcommon.NewTools(sdkcommon.ToolsConfig{
+	s := &Server{tools: sdkserver.NewTools(sdkserver.ToolsConfig{
 		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: log,
 		DefaultChargeDuration: cfg.DefaultChargeDuration,
 	})}
 	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "chaosrun-" + Target, Version: SDKVersion}, &mcp.ServerOptions{Logger: log})
 	s.sdk.AddTool(&mcp.Tool{Name: mcpwire.ToolCharge, Description: "Charge an order once, after the call's duration.",
-		InputSchema: sdkcommon.ChargeSchema}, s.charge)
+		InputSchema: sdkserver.ChargeSchema}, s.charge)
 	s.sdk.AddTool(&mcp.Tool{Name: mcpwire.ToolChatty, Description: "Emit numbered progress notifications.",
-		InputSchema: sdkcommon.ChattySchema}, s.chatty)
+		InputSchema: sdkserver.ChattySchema}, s.chatty)
 	s.sdk.AddReceivingMiddleware(s.watchInitialize)
 
 	store := mcp.NewMemoryEventStore(nil)
@@ -96,8 +96,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		EventStore: store, SessionTimeout: cfg.SessionTTL, Logger: log,
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", sdkcommon.Front(h, s.tools))
-	sdkcommon.MountControl(mux, sdkcommon.Control{
+	mux.Handle("/mcp", sdkserver.Front(h, s.tools))
+	sdkserver.MountControl(mux, sdkserver.Control{
 		Target: Target, Version: SDKVersion, Tools: s.tools,
 		Expire: s.expire, TerminateUnsupported: terminateUnsupported,
 	})
@@ -135,7 +135,7 @@ func (s *Server) expire(session string) error {
 			return nil
 		}
 	}
-	return sdkcommon.ErrUnknownSession
+	return sdkserver.ErrUnknownSession
 }
 
 // watchInitialize records session_opened when initialize succeeds, and
@@ -175,10 +175,10 @@ func (s *Server) opened(ss *mcp.ServerSession, client, protocol string) {
 	}()
 }
 
-func request(req *mcp.CallToolRequest) sdkcommon.Request {
-	r := sdkcommon.Request{Session: req.Session.ID()}
+func request(req *mcp.CallToolRequest) sdkserver.Request {
+	r := sdkserver.Request{Session: req.Session.ID()}
 	if req.Extra != nil && req.Extra.Header != nil {
-		r.RequestID = req.Extra.Header.Get(sdkcommon.RequestIDHeader)
+		r.RequestID = req.Extra.Header.Get(sdkserver.RequestIDHeader)
 	}
 	return r
 }
@@ -204,7 +204,7 @@ func (s *Server) chatty(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	return result(s.tools.Chatty(ctx, r, req.Params.Arguments, emit)), nil
 }
 
-func result(r sdkcommon.Result) *mcp.CallToolResult {
+func result(r sdkserver.Result) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, IsError: r.IsError}
 	if r.Structured != nil {
 		out.StructuredContent = r.Structured

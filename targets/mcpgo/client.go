@@ -12,7 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
-	"github.com/chaosrun/chaosrun/targets/sdkcommon"
+	"github.com/chaosrun/chaosrun/targets/sdkclient"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
@@ -28,7 +28,7 @@ import (
 // error only when the history cannot be written or the client cannot be
 // built.
 func RunClient(ctx context.Context, opts workload.Options, c workload.Client) error {
-	tr, err := sdkcommon.NewTracker(opts, c.ID, Target)
+	tr, err := sdkclient.NewTracker(opts, c.ID, Target)
 	if err != nil {
 		return fmt.Errorf("mcp-go client %s: %w", c.ID, err)
 	}
@@ -76,7 +76,7 @@ func RunClient(ctx context.Context, opts workload.Options, c workload.Client) er
 type runner struct {
 	opts    workload.Options
 	id      string
-	tr      *sdkcommon.Tracker
+	tr      *sdkclient.Tracker
 	sdk     *client.Client
 	session string
 	ready   bool // initialize succeeded and the server has not answered 404 since

@@ -16,7 +16,7 @@ import (
 	"github.com/chaosrun/chaosrun/targets/gosdk"
 	"github.com/chaosrun/chaosrun/targets/history"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
-	"github.com/chaosrun/chaosrun/targets/sdkcommon"
+	"github.com/chaosrun/chaosrun/targets/sdkclient"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
@@ -279,7 +279,7 @@ func TestMCPGoClientResume_CurrentBehaviour(t *testing.T) {
 
 func TestRunClientWithoutHistory(t *testing.T) {
 	err := RunClient(context.Background(), workload.Options{Endpoint: "http://127.0.0.1:1/mcp"}, workload.Client{ID: "x"})
-	require.ErrorIs(t, err, sdkcommon.ErrNoHistory)
+	require.ErrorIs(t, err, sdkclient.ErrNoHistory)
 }
 
 // TestRunClientServerDown records a call the client could not even

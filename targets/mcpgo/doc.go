@@ -3,7 +3,8 @@
 // SDK's StreamableHTTPServer, stateful and with an event store, serving the
 // charge and chatty tools, and a client ([RunClient]) that is the SDK's own
 // client (client.NewStreamableHttpClient). Both write the same ledger
-// records and history as the reference targets (see targets/sdkcommon).
+// records and history as the reference targets (see targets/sdkserver and
+// targets/sdkclient).
 //
 // What follows is how v1.2.1 behaves, read from its sources
 // (server/streamable_http.go, server/streamable_http_resume.go,
@@ -57,7 +58,7 @@
 // A listening session opened by a GET without initialize is not recorded.
 // Tools cannot see event ids (event_id 0) nor whether a result reached a
 // stream: result_written means handed to the SDK. The JSON-RPC request id
-// reaches the tool through sdkcommon.Front. /control/expire goes through the
+// reaches the tool through sdkserver.Front. /control/expire goes through the
 // SDK's own DELETE handling; /control/terminate answers 501: mcp-go sends
 // no close event.
 //
@@ -85,5 +86,5 @@
 //     probe and keeps sessions.
 //
 // The adapter reports stream_break, reconnect and resume by observing the
-// SDK's HTTP traffic (sdkcommon.Tracker): the SDK exposes no such callbacks.
+// SDK's HTTP traffic (sdkclient.Tracker): the SDK exposes no such callbacks.
 package mcpgo

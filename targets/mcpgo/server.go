@@ -17,7 +17,7 @@ import (
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
-	"github.com/chaosrun/chaosrun/targets/sdkcommon"
+	"github.com/chaosrun/chaosrun/targets/sdkserver"
 )
 
 // Target names this SDK in histories, ledger sources and control answers.
@@ -55,7 +55,7 @@ type ServerConfig struct {
 // Server is mcp-go's StreamableHTTPServer, stateful and with an event
 // store, serving the charge and chatty tools.
 type Server struct {
-	tools   *sdkcommon.Tools
+	tools   *sdkserver.Tools
 	sdk     *server.MCPServer
 	http    *server.StreamableHTTPServer
 	handler http.Handler
@@ -75,16 +75,16 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{tools: sdkcommon.NewTools(sdkcommon.ToolsConfig{
+	s := &Server{tools: sdkserver.NewTools(sdkserver.ToolsConfig{
 		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: log,
 		DefaultChargeDuration: cfg.DefaultChargeDuration,
 	})}
 	s.sdk = server.NewMCPServer("chaosrun-"+Target, SDKVersion,
 		server.WithHooks(s.hooks()), server.WithToolCapabilities(false))
 	s.sdk.AddTool(mcp.NewToolWithRawSchema(mcpwire.ToolCharge, "Charge an order once, after the call's duration.",
-		sdkcommon.ChargeSchema), s.charge)
+		sdkserver.ChargeSchema), s.charge)
 	s.sdk.AddTool(mcp.NewToolWithRawSchema(mcpwire.ToolChatty, "Emit numbered progress notifications.",
-		sdkcommon.ChattySchema), s.chatty)
+		sdkserver.ChattySchema), s.chatty)
 
 	var store server.EventStore = server.NewInMemoryEventStore()
 	if cfg.RetentionEvents > 0 {
@@ -98,8 +98,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	s.http = server.NewStreamableHTTPServer(s.sdk, opts...)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", sdkcommon.Front(s.http, s.tools))
-	sdkcommon.MountControl(mux, sdkcommon.Control{
+	mux.Handle("/mcp", sdkserver.Front(s.http, s.tools))
+	sdkserver.MountControl(mux, sdkserver.Control{
 		Target: Target, Version: SDKVersion, Tools: s.tools,
 		Expire: s.expire, TerminateUnsupported: terminateUnsupported,
 	})
@@ -145,7 +145,7 @@ func (s *Server) Close() error {
 // path its idle sweeper also takes: terminate the id, purge its events).
 func (s *Server) expire(session string) error {
 	if !s.tools.HasSession(session) {
-		return sdkcommon.ErrUnknownSession
+		return sdkserver.ErrUnknownSession
 	}
 	s.tools.NoteClosing(session, "expired")
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, "/mcp", nil)
@@ -179,8 +179,8 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func request(ctx context.Context, req mcp.CallToolRequest) sdkcommon.Request {
-	r := sdkcommon.Request{RequestID: req.Header.Get(sdkcommon.RequestIDHeader)}
+func request(ctx context.Context, req mcp.CallToolRequest) sdkserver.Request {
+	r := sdkserver.Request{RequestID: req.Header.Get(sdkserver.RequestIDHeader)}
 	if sess := server.ClientSessionFromContext(ctx); sess != nil {
 		r.Session = sess.SessionID()
 	}
@@ -219,7 +219,7 @@ func (s *Server) chatty(ctx context.Context, req mcp.CallToolRequest) (*mcp.Call
 	return result(s.tools.Chatty(ctx, r, arguments(req), emit)), nil
 }
 
-func result(r sdkcommon.Result) *mcp.CallToolResult {
+func result(r sdkserver.Result) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(r.Text)}, IsError: r.IsError}
 	if r.Structured != nil {
 		out.StructuredContent = r.Structured

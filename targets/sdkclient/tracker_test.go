@@ -1,4 +1,4 @@
-package sdkcommon
+package sdkclient
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package sdkcommon
+package sdkclient
 
 import (
 	"bytes"
@@ -13,6 +13,10 @@ import (
 
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
+
+// maxPeekBytes bounds how much of a POST body, or of a JSON answer, the
+// observer reads. A larger one is passed on untouched and unobserved.
+const maxPeekBytes = 4 << 20
 
 // observer is the http.RoundTripper a [Tracker] puts under an SDK client.
 // It never changes a request or a response: it reads request bodies

@@ -1,4 +1,4 @@
-package sdkcommon
+package sdkserver
 
 import (
 	"context"

@@ -1,9 +1,8 @@
-// Package sdkcommon holds what the real-SDK targets (targets/gosdk and
-// targets/mcpgo) share, so that both SDKs run the same tools, write the same
-// ledger records and produce the same client history, and differ only where
-// the SDKs themselves differ.
+// Package sdkserver is what the real-SDK servers (targets/gosdk and
+// targets/mcpgo) share around the SDK's own handler, so that both serve the
+// same tools, write the same ledger records and answer the same control
+// endpoints, and differ only where the SDKs themselves differ.
 //
-// Server side:
 //   - [Tools] is the business logic of the charge and chatty tools and the
 //     ledger writes around them (call_started, charge or
 //     charge_deduplicated, event_emitted, call_finished, result_written) and
@@ -17,14 +16,4 @@
 //   - [MountControl] serves /control/healthz, /control/status,
 //     /control/expire and /control/terminate the way the reference server
 //     does, answering 501 with a JSON reason for what an SDK cannot do.
-//
-// Client side:
-//   - [Tracker] writes the history of one logical client driven through an
-//     SDK's own client. Its [Tracker.Transport] is an http.RoundTripper put
-//     under the SDK's HTTP client: it sees every POST and GET the SDK makes
-//     and reads the bytes the SDK reads, and from them records what the SDK
-//     does not report itself: the invoke with its JSON-RPC request id, the
-//     event id of every progress notification, stream breaks, reconnects
-//     with Last-Event-ID and resumes. Outcomes are resolved from what was
-//     seen on the wire (see [Call.End]).
-package sdkcommon
+package sdkserver

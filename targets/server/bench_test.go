@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/targets/tools"
 )
 
 // A benchmark target is a server under comparison, started fresh.
@@ -54,7 +55,7 @@ func startGoSDK(b *testing.B) (string, func()) {
 		func(ctx context.Context, req *sdk.CallToolRequest, args mcpwire.ChattyArgs) (*sdk.CallToolResult, emitted, error) {
 			token := req.Params.GetProgressToken()
 			for i := 1; i <= args.Events; i++ {
-				if !sleep(ctx, time.Duration(args.IntervalMS)*time.Millisecond) {
+				if !tools.Sleep(ctx, time.Duration(args.IntervalMS)*time.Millisecond) {
 					return nil, emitted{}, ctx.Err()
 				}
 				if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
+	"github.com/chaosrun/chaosrun/targets/tools"
 )
 
 // start answers a request: at once for everything but tools/call, whose
@@ -60,18 +60,11 @@ func (s *Server) launch(c *call) {
 }
 
 func (s *Server) run(ctx context.Context, c *call) {
-	s.record(sideeffects.Record{Kind: sideeffects.KindCallStarted, Tool: c.tool, OrderID: c.orderID,
-		Session: c.sess.id, Client: c.sess.client, RequestID: c.key})
-	var out outcome
-	if c.tool == mcpwire.ToolCharge {
-		out = s.charge(ctx, c)
-	} else {
-		out = s.chatty(ctx, c)
-	}
-	if out.interrupted {
+	out := s.tools.Run(ctx, c.ledgerCall(), c.args, s.emitter(c))
+	if out.Interrupted {
 		if errors.Is(context.Cause(ctx), errCancelled) {
 			s.settleCancelled(c)
-			s.finished(c, false, "cancelled")
+			s.record(c.ledgerCall().Finished(tools.Outcome{Reason: "cancelled"}))
 			return
 		}
 		// The server is stopping: the call stays in flight in the store, and
@@ -79,18 +72,10 @@ func (s *Server) run(ctx context.Context, c *call) {
 		s.log.Info("call left unresolved", "session", c.sess.id, "request", c.key, "cause", context.Cause(ctx))
 		return
 	}
-	if !s.respond(c, out.message(c.id), out.isError) && out.reason == "" {
-		out.reason = "result_dropped"
+	if !s.respond(c, message(c.id, out), out.IsError) && out.Reason == "" {
+		out.Reason = "result_dropped"
 	}
-	s.finished(c, out.isError, out.reason)
-}
-
-func (s *Server) finished(c *call, isError bool, reason string) {
-	if reason == "" {
-		reason = "ok"
-	}
-	s.record(sideeffects.Record{Kind: sideeffects.KindCallFinished, Tool: c.tool, OrderID: c.orderID,
-		Session: c.sess.id, Client: c.sess.client, RequestID: c.key, IsError: isError, Reason: reason})
+	s.record(c.ledgerCall().Finished(out))
 }
 
 // respond writes the response to c's request on its stream, or hands it to
@@ -111,7 +96,7 @@ func (s *Server) respond(c *call, msg mcpwire.Message, isError bool) bool {
 	var before func(int64)
 	if c.ran {
 		before = func(id int64) {
-			s.record(c.resultRecord(sideeffects.KindResultWritten, id, isError, ""))
+			s.record(c.ledgerCall().ResultWritten(c.stream.String(), id, isError))
 		}
 	}
 	_, err = c.sess.log.Append(c.stream, data, c.key, before)
@@ -126,7 +111,7 @@ func (s *Server) respondJSON(c *call, data json.RawMessage, isError bool) bool {
 	if wt := c.sess.waiter(c.stream); wt != nil {
 		reason = wt.deliver(data, func() {
 			if c.ran {
-				s.record(c.resultRecord(sideeffects.KindResultWritten, 0, isError, ""))
+				s.record(c.ledgerCall().ResultWritten(c.stream.String(), 0, isError))
 			}
 		})
 	}
@@ -134,7 +119,7 @@ func (s *Server) respondJSON(c *call, data json.RawMessage, isError bool) bool {
 		return true
 	}
 	if c.ran {
-		s.record(c.resultRecord(sideeffects.KindResultDropped, 0, isError, reason))
+		s.record(c.ledgerCall().ResultDropped(isError, reason))
 	}
 	return false
 }
@@ -146,21 +131,12 @@ func (s *Server) delivered(c *call, err error, isError bool) bool {
 		return true
 	case errors.Is(err, store.ErrSessionClosed):
 		if c.ran {
-			s.record(c.resultRecord(sideeffects.KindResultDropped, 0, isError, "session_gone"))
+			s.record(c.ledgerCall().ResultDropped(isError, "session_gone"))
 		}
 	default:
 		s.log.Warn("response not written", "session", c.sess.id, "request", c.key, "err", err)
 	}
 	return false
-}
-
-func (c *call) resultRecord(kind sideeffects.Kind, eventID int64, isError bool, reason string) sideeffects.Record {
-	r := sideeffects.Record{Kind: kind, Session: c.sess.id, Client: c.sess.client, RequestID: c.key,
-		Tool: c.tool, OrderID: c.orderID, EventID: eventID, IsError: isError, Reason: reason}
-	if kind == sideeffects.KindResultWritten {
-		r.Stream = c.stream.String()
-	}
-	return r
 }
 
 // settleCancelled retires a cancelled request: no response is sent, as the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
+	"github.com/chaosrun/chaosrun/targets/tools"
 )
 
 // serverInfo names the server in initialize results.
@@ -138,16 +139,11 @@ func newCall(sess *session, kind store.StreamKind, m mcpwire.Message) *call {
 			ProgressToken json.RawMessage `json:"progressToken"`
 		} `json:"_meta"`
 	}
-	if json.Unmarshal(m.Params, &p) != nil || !knownTool(p.Name) {
+	if json.Unmarshal(m.Params, &p) != nil || !tools.Known(p.Name) {
 		return c
 	}
 	c.tool, c.args, c.token = p.Name, p.Arguments, p.Meta.ProgressToken
-	var a struct {
-		OrderID string `json:"order_id"`
-	}
-	if json.Unmarshal(p.Arguments, &a) == nil {
-		c.orderID = a.OrderID
-	}
+	c.orderID = tools.OrderID(p.Arguments)
 	return c
 }
 

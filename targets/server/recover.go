@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/targets/tools"
 )
 
 // reasonInterrupted marks a call a restart cut short: its outcome is
@@ -38,8 +39,8 @@ func (s *Server) recoverRestart() {
 			s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeInternalError, reasonInterrupted), false)
 			continue
 		}
-		out := outcome{structured: map[string]string{"error": reasonInterrupted}, isError: true}
-		s.respond(c, out.message(c.id), true)
-		s.finished(c, true, reasonInterrupted)
+		out := tools.Failure(reasonInterrupted, nil)
+		s.respond(c, message(c.id, out), true)
+		s.record(c.ledgerCall().Finished(out))
 	}
 }

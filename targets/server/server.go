@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/targets/server/store"
+	"github.com/chaosrun/chaosrun/targets/tools"
 )
 
 // Causes of a tool's context being cancelled.
@@ -28,7 +29,10 @@ type Server struct {
 	log   *slog.Logger
 	store *store.Store
 	http  *http.Server
-	mux   http.Handler
+	// ledger stamps every record; tools runs charge and chatty.
+	ledger tools.Ledger
+	tools  *tools.Runner
+	mux    http.Handler
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -69,7 +73,9 @@ func New(cfg Config) (*Server, error) {
 		store:    st,
 		sessions: map[string]*session{},
 		stopping: make(chan struct{}),
+		ledger:   tools.Ledger{Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: cfg.Logger},
 	}
+	s.tools = tools.NewRunner(tools.Config{Ledger: s.ledger, Keys: st, DefaultChargeDuration: cfg.DefaultChargeDuration})
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.toolCtx, s.endTools = context.WithCancelCause(s.life)
 	s.mux = s.routes()

@@ -24,7 +24,7 @@ type sdkServer interface {
 	Close() error
 }
 
-func newSDKServer(t *testing.T, sdk string, l *sideeffects.Memory) sdkServer {
+func newSDKServer(t *testing.T, sdk string, l sideeffects.Recorder) sdkServer {
 	t.Helper()
 	var s sdkServer
 	var err error
@@ -143,7 +143,8 @@ func TestGoSDKClientAfterCut_CurrentBehaviour(t *testing.T) {
 		t.Run(tc.server+"/"+tc.tool, func(t *testing.T) {
 			t.Parallel()
 			l := newLedger()
-			p := newProxy(t, serveSDK(t, newSDKServer(t, tc.server, l)))
+			held := holdEvent(l, 4) // the cut comes between events 3 and 4
+			p := newProxy(t, serveSDK(t, newSDKServer(t, tc.server, held)))
 			w := newWatch()
 			call, trigger := charge("c1", 300*time.Millisecond), cutPoint(tc.server, w, l)
 			if tc.tool == "chatty" {
@@ -154,6 +155,7 @@ func TestGoSDKClientAfterCut_CurrentBehaviour(t *testing.T) {
 			go func() {
 				await(t, trigger, "the call to be under way")
 				p.cut(t)
+				close(held.release)
 			}()
 			recs := runWatched(t, RunClient, p.URL+"/mcp", w, call)
 			finished := l.Next(kindIs(sideeffects.KindResultWritten))

@@ -29,6 +29,31 @@ func kindIs(k sideeffects.Kind) func(sideeffects.Record) bool {
 	return func(r sideeffects.Record) bool { return r.Kind == k }
 }
 
+// heldEvent is a ledger that holds the event_emitted record of seq until
+// release is closed. A tool records an event before it sends it, so the
+// event cannot go out before then: a test cuts a stream between two events
+// however the machine schedules the tool.
+type heldEvent struct {
+	*sideeffects.Memory
+	seq     int64
+	release chan struct{}
+}
+
+func holdEvent(l *sideeffects.Memory, seq int64) heldEvent {
+	return heldEvent{Memory: l, seq: seq, release: make(chan struct{})}
+}
+
+func (h heldEvent) Record(ctx context.Context, r sideeffects.Record) error {
+	if r.Kind == sideeffects.KindEventEmitted && r.Seq == h.seq {
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return h.Memory.Record(ctx, r)
+}
+
 func await(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {

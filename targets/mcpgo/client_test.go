@@ -26,7 +26,7 @@ type sdkServer interface {
 }
 
 // serveSDK starts the named SDK's server writing to l, on 127.0.0.1:0.
-func serveSDK(t *testing.T, sdk string, l *sideeffects.Memory) string {
+func serveSDK(t *testing.T, sdk string, l sideeffects.Recorder) string {
 	t.Helper()
 	var s sdkServer
 	var err error
@@ -122,7 +122,8 @@ func TestMCPGoClientAfterCut_CurrentBehaviour(t *testing.T) {
 		t.Run(tc.server+"/"+tc.tool, func(t *testing.T) {
 			t.Parallel()
 			l := newLedger()
-			p := newProxy(t, serveSDK(t, tc.server, l))
+			held := holdEvent(l, 4) // the cut comes between events 3 and 4
+			p := newProxy(t, serveSDK(t, tc.server, held))
 			w := newWatch()
 			call := charge("c1", 200*time.Millisecond)
 			trigger := l.Next(kindIs(sideeffects.KindCallStarted))
@@ -140,6 +141,7 @@ func TestMCPGoClientAfterCut_CurrentBehaviour(t *testing.T) {
 				await(t, trigger, "the call to be under way")
 				p.cut(t)
 				close(healed)
+				close(held.release)
 			}()
 			finished := l.Next(func(r sideeffects.Record) bool {
 				return r.Kind == sideeffects.KindResultWritten && r.RequestID == "2"

@@ -4,8 +4,10 @@
 // MemoryEventStore serving the charge and chatty tools, and a client
 // ([RunClient]) that is the SDK's own client over its
 // StreamableClientTransport. Both write the same ledger records and history
-// as the reference targets (see targets/sdkserver for what the servers
-// share and targets/sdkclient for how the SDK's traffic is observed).
+// as the reference targets: the tools are the reference server's own
+// (targets/tools), run through targets/sdkserver, and the client's history
+// comes from targets/sdkclient, which says how the SDK's traffic is
+// observed.
 //
 // What follows is how v1.8.0 behaves, read from its sources (mcp/streamable.go,
 // mcp/event.go, mcp/server.go, mcp/client.go) and pinned by this package's

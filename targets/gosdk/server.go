@@ -13,8 +13,8 @@ import (
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkserver"
+	"github.com/chaosrun/chaosrun/targets/tools"
 )
 
 // Target names this SDK in histories, ledger sources and control answers.
@@ -55,7 +55,7 @@ type ServerConfig struct {
 // Server is the go-sdk's StreamableHTTPHandler, with a MemoryEventStore,
 // serving the charge and chatty tools.
 type Server struct {
-	tools   *sdkserver.Tools
+	host    *sdkserver.Host
 	sdk     *mcp.Server
 	handler http.Handler
 
@@ -77,15 +77,14 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{tools: sdkserver.NewTools(sdkserver.ToolsConfig{
+	s := &Server{host: sdkserver.NewHost(sdkserver.Config{
 		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: log,
 		DefaultChargeDuration: cfg.DefaultChargeDuration,
 	})}
 	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "chaosrun-" + Target, Version: SDKVersion}, &mcp.ServerOptions{Logger: log})
-	s.sdk.AddTool(&mcp.Tool{Name: mcpwire.ToolCharge, Description: "Charge an order once, after the call's duration.",
-		InputSchema: sdkserver.ChargeSchema}, s.charge)
-	s.sdk.AddTool(&mcp.Tool{Name: mcpwire.ToolChatty, Description: "Emit numbered progress notifications.",
-		InputSchema: sdkserver.ChattySchema}, s.chatty)
+	for _, d := range tools.Definitions() {
+		s.sdk.AddTool(&mcp.Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema}, s.call)
+	}
 	s.sdk.AddReceivingMiddleware(s.watchInitialize)
 
 	store := mcp.NewMemoryEventStore(nil)
@@ -96,9 +95,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		EventStore: store, SessionTimeout: cfg.SessionTTL, Logger: log,
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", sdkserver.Front(h, s.tools))
+	mux.Handle("/mcp", sdkserver.Front(h, s.host))
 	sdkserver.MountControl(mux, sdkserver.Control{
-		Target: Target, Version: SDKVersion, Tools: s.tools,
+		Target: Target, Version: SDKVersion, Host: s.host,
 		Expire: s.expire, TerminateUnsupported: terminateUnsupported,
 	})
 	s.handler = mux
@@ -115,7 +114,7 @@ func (s *Server) Close() error {
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()
-		s.tools.Shutdown()
+		s.host.Shutdown()
 		for ss := range s.sdk.Sessions() {
 			_ = ss.Close()
 		}
@@ -130,7 +129,7 @@ func (s *Server) Close() error {
 func (s *Server) expire(session string) error {
 	for ss := range s.sdk.Sessions() {
 		if ss.ID() == session {
-			s.tools.NoteClosing(session, "expired")
+			s.host.NoteClosing(session, "expired")
 			go func() { _ = ss.Close() }()
 			return nil
 		}
@@ -166,12 +165,12 @@ func (s *Server) opened(ss *mcp.ServerSession, client, protocol string) {
 	if s.closed {
 		return
 	}
-	s.tools.SessionOpened(ss.ID(), client, protocol)
+	s.host.SessionOpened(ss.ID(), client, protocol)
 	s.watchers.Add(1)
 	go func() {
 		defer s.watchers.Done()
 		_ = ss.Wait()
-		s.tools.SessionClosed(ss.ID(), "expired")
+		s.host.SessionClosed(ss.ID(), "expired")
 	}()
 }
 
@@ -183,31 +182,29 @@ func request(req *mcp.CallToolRequest) sdkserver.Request {
 	return r
 }
 
-func (s *Server) charge(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return result(s.tools.Charge(ctx, request(req), req.Params.Arguments)), nil
-}
-
-// chatty emits through ServerSession.NotifyProgress with the handler's own
-// context, which is what routes a notification to the call's stream. A call
-// that asked for no progress token gets its request id as the token.
-func (s *Server) chatty(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// call runs the tool the request names. chatty emits through
+// ServerSession.NotifyProgress with the handler's own context, which is
+// what routes a notification to the call's stream. A call that asked for
+// no progress token gets its request id as the token.
+func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	r := request(req)
 	token := req.Params.GetProgressToken()
 	if token == nil {
 		token = r.RequestID
 	}
-	emit := func(seq, total int) error {
+	emit := s.host.Emit(r, func(seq, total int) error {
 		return req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: token, Progress: float64(seq), Total: float64(total),
 		})
-	}
-	return result(s.tools.Chatty(ctx, r, req.Params.Arguments, emit)), nil
+	})
+	return result(s.host.Call(ctx, r, req.Params.Name, req.Params.Arguments, emit))
 }
 
-func result(r sdkserver.Result) *mcp.CallToolResult {
-	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, IsError: r.IsError}
-	if r.Structured != nil {
-		out.StructuredContent = r.Structured
+func result(o tools.Outcome) (*mcp.CallToolResult, error) {
+	sc, err := o.JSON()
+	if err != nil {
+		return nil, err
 	}
-	return out
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(sc)}},
+		StructuredContent: sc, IsError: o.IsError}, nil
 }

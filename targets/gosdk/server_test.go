@@ -144,12 +144,20 @@ func TestServerRejectsBadArguments(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
-			if err == nil {
-				assert.True(t, res.IsError)
-			}
+			require.NoError(t, err)
+			assert.True(t, res.IsError)
+			sc, _ := res.StructuredContent.(map[string]any)
+			assert.Equal(t, "invalid_arguments", sc["error"])
 		})
 	}
-	assert.Equal(t, map[sideeffects.Kind]int{sideeffects.KindSessionOpened: 1}, kinds(l.Records()))
+	n := len(tests)
+	assert.Equal(t, map[sideeffects.Kind]int{sideeffects.KindSessionOpened: 1, sideeffects.KindCallStarted: n,
+		sideeffects.KindResultWritten: n, sideeffects.KindCallFinished: n}, kinds(l.Records()),
+		"a refused call is still a call, and nothing is charged or emitted")
+	for _, r := range l.Of(sideeffects.KindCallFinished) {
+		assert.True(t, r.IsError)
+		assert.Equal(t, "invalid_arguments", r.Reason)
+	}
 }
 
 func TestNewServerRejectsNegativeSettings(t *testing.T) {

@@ -3,8 +3,9 @@
 // SDK's StreamableHTTPServer, stateful and with an event store, serving the
 // charge and chatty tools, and a client ([RunClient]) that is the SDK's own
 // client (client.NewStreamableHttpClient). Both write the same ledger
-// records and history as the reference targets (see targets/sdkserver and
-// targets/sdkclient).
+// records and history as the reference targets: the tools are the
+// reference server's own (targets/tools), run through targets/sdkserver,
+// and the client's history comes from targets/sdkclient.
 //
 // What follows is how v1.2.1 behaves, read from its sources
 // (server/streamable_http.go, server/streamable_http_resume.go,

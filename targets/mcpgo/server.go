@@ -18,6 +18,7 @@ import (
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkserver"
+	"github.com/chaosrun/chaosrun/targets/tools"
 )
 
 // Target names this SDK in histories, ledger sources and control answers.
@@ -55,7 +56,7 @@ type ServerConfig struct {
 // Server is mcp-go's StreamableHTTPServer, stateful and with an event
 // store, serving the charge and chatty tools.
 type Server struct {
-	tools   *sdkserver.Tools
+	host    *sdkserver.Host
 	sdk     *server.MCPServer
 	http    *server.StreamableHTTPServer
 	handler http.Handler
@@ -75,16 +76,15 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{tools: sdkserver.NewTools(sdkserver.ToolsConfig{
+	s := &Server{host: sdkserver.NewHost(sdkserver.Config{
 		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: log,
 		DefaultChargeDuration: cfg.DefaultChargeDuration,
 	})}
 	s.sdk = server.NewMCPServer("chaosrun-"+Target, SDKVersion,
 		server.WithHooks(s.hooks()), server.WithToolCapabilities(false))
-	s.sdk.AddTool(mcp.NewToolWithRawSchema(mcpwire.ToolCharge, "Charge an order once, after the call's duration.",
-		sdkserver.ChargeSchema), s.charge)
-	s.sdk.AddTool(mcp.NewToolWithRawSchema(mcpwire.ToolChatty, "Emit numbered progress notifications.",
-		sdkserver.ChattySchema), s.chatty)
+	for _, d := range tools.Definitions() {
+		s.sdk.AddTool(mcp.NewToolWithRawSchema(d.Name, d.Description, d.InputSchema), s.call)
+	}
 
 	var store server.EventStore = server.NewInMemoryEventStore()
 	if cfg.RetentionEvents > 0 {
@@ -98,9 +98,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	s.http = server.NewStreamableHTTPServer(s.sdk, opts...)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", sdkserver.Front(s.http, s.tools))
+	mux.Handle("/mcp", sdkserver.Front(s.http, s.host))
 	sdkserver.MountControl(mux, sdkserver.Control{
-		Target: Target, Version: SDKVersion, Tools: s.tools,
+		Target: Target, Version: SDKVersion, Host: s.host,
 		Expire: s.expire, TerminateUnsupported: terminateUnsupported,
 	})
 	s.handler = mux
@@ -114,11 +114,11 @@ func (s *Server) hooks() *server.Hooks {
 	h := &server.Hooks{}
 	h.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		if sess := server.ClientSessionFromContext(ctx); sess != nil && sess.SessionID() != "" {
-			s.tools.SessionOpened(sess.SessionID(), req.Params.ClientInfo.Name, res.ProtocolVersion)
+			s.host.SessionOpened(sess.SessionID(), req.Params.ClientInfo.Name, res.ProtocolVersion)
 		}
 	})
 	h.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) {
-		s.tools.SessionClosed(sess.SessionID(), "expired")
+		s.host.SessionClosed(sess.SessionID(), "expired")
 	})
 	return h
 }
@@ -131,7 +131,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // their session_closed. It is idempotent.
 func (s *Server) Close() error {
 	s.once.Do(func() {
-		s.tools.Shutdown()
+		s.host.Shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
 		if err := s.http.Shutdown(ctx); err != nil {
@@ -144,10 +144,10 @@ func (s *Server) Close() error {
 // expire terminates the session through the SDK's own DELETE handling (the
 // path its idle sweeper also takes: terminate the id, purge its events).
 func (s *Server) expire(session string) error {
-	if !s.tools.HasSession(session) {
+	if !s.host.HasSession(session) {
 		return sdkserver.ErrUnknownSession
 	}
-	s.tools.NoteClosing(session, "expired")
+	s.host.NoteClosing(session, "expired")
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, "/mcp", nil)
 	if err != nil {
 		return fmt.Errorf("expire %s: %w", session, err)
@@ -195,34 +195,31 @@ func arguments(req mcp.CallToolRequest) json.RawMessage {
 	return b
 }
 
-// charge runs the charge tool. mcp-go cancels the handler's context when
-// the POST's connection drops; the tool keeps running regardless.
-func (s *Server) charge(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return result(s.tools.Charge(ctx, request(ctx, req), arguments(req))), nil
-}
-
-// chatty emits through MCPServer.SendNotificationToClient, which queues the
-// notification on the session's channel (100 deep, never blocking: a full
-// channel refuses it). A call that asked for no progress token gets its
-// request id as the token.
-func (s *Server) chatty(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// call runs the tool the request names. mcp-go cancels the handler's
+// context when the POST's connection drops; the tool keeps running
+// regardless. chatty emits through MCPServer.SendNotificationToClient,
+// which queues the notification on the session's channel (100 deep, never
+// blocking: a full channel refuses it). A call that asked for no progress
+// token gets its request id as the token.
+func (s *Server) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	r := request(ctx, req)
 	var token any = r.RequestID
 	if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 		token = req.Params.Meta.ProgressToken
 	}
-	emit := func(seq, total int) error {
+	emit := s.host.Emit(r, func(seq, total int) error {
 		return s.sdk.SendNotificationToClient(ctx, mcpwire.MethodProgress, map[string]any{
 			"progressToken": token, "progress": seq, "total": total,
 		})
-	}
-	return result(s.tools.Chatty(ctx, r, arguments(req), emit)), nil
+	})
+	return result(s.host.Call(ctx, r, req.Params.Name, arguments(req), emit))
 }
 
-func result(r sdkserver.Result) *mcp.CallToolResult {
-	out := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(r.Text)}, IsError: r.IsError}
-	if r.Structured != nil {
-		out.StructuredContent = r.Structured
+func result(o tools.Outcome) (*mcp.CallToolResult, error) {
+	sc, err := o.JSON()
+	if err != nil {
+		return nil, err
 	}
-	return out
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(sc))},
+		StructuredContent: sc, IsError: o.IsError}, nil
 }

@@ -147,12 +147,20 @@ func TestServerRejectsBadArguments(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
-			if err == nil {
-				assert.True(t, res.IsError)
-			}
+			require.NoError(t, err)
+			assert.True(t, res.IsError)
+			sc, _ := res.StructuredContent.(map[string]any)
+			assert.Equal(t, "invalid_arguments", sc["error"])
 		})
 	}
-	assert.Equal(t, map[sideeffects.Kind]int{sideeffects.KindSessionOpened: 1}, kinds(l.Records()))
+	n := len(tests)
+	assert.Equal(t, map[sideeffects.Kind]int{sideeffects.KindSessionOpened: 1, sideeffects.KindCallStarted: n,
+		sideeffects.KindResultWritten: n, sideeffects.KindCallFinished: n}, kinds(l.Records()),
+		"a refused call is still a call, and nothing is charged or emitted")
+	for _, r := range l.Of(sideeffects.KindCallFinished) {
+		assert.True(t, r.IsError)
+		assert.Equal(t, "invalid_arguments", r.Reason)
+	}
 }
 
 func TestNewServerRejectsNegativeSettings(t *testing.T) {
@@ -353,6 +361,6 @@ func TestMCPGoServerExpireDuringCall_CurrentBehaviour(t *testing.T) {
 
 	assert.Equal(t, 1, l.Count(sideeffects.KindSessionClosed), "closed before the call ends")
 	assert.Equal(t, http.StatusNotFound, r.post(`{"jsonrpc":"2.0","id":3,"method":"ping"}`).StatusCode)
-	assert.Contains(t, <-answered, `"charged order o: 1 cents"`)
+	assert.Contains(t, <-answered, `"structuredContent":{"charged":true,"order_id":"o","amount_cents":1}`)
 	assert.Equal(t, 1, l.Count(sideeffects.KindCharge))
 }

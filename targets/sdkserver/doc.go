@@ -3,12 +3,15 @@
 // same tools, write the same ledger records and answer the same control
 // endpoints, and differ only where the SDKs themselves differ.
 //
-//   - [Tools] is the business logic of the charge and chatty tools and the
-//     ledger writes around them (call_started, charge or
-//     charge_deduplicated, event_emitted, call_finished, result_written) and
-//     around session lifecycle (session_opened, session_closed). A tool keeps
-//     running when its connection drops: the SDK's request context is never
-//     taken as a cancellation, only [Tools.Shutdown] is.
+//   - [Host] runs the tool core (targets/tools) inside an SDK tool handler.
+//     A tool keeps running when its connection drops: the SDK's request
+//     context is never taken as a cancellation, only [Host.Shutdown] is.
+//     An SDK shows a tool neither event ids nor whether a result reached a
+//     stream, so events are recorded with event id 0 before they are handed
+//     to the SDK ([Host.Emit]), and result_written means handed back to the
+//     SDK, recorded when the handler returns, before call_finished. Host
+//     also records the session lifecycle an SDK exposes (session_opened,
+//     session_closed) and keeps idempotency keys in memory.
 //   - [Front] wraps an SDK's HTTP handler: it passes the JSON-RPC id of a
 //     tools/call to the tool in the [RequestIDHeader] header (neither SDK
 //     shows tools the request id) and notes DELETEs so a session closed by

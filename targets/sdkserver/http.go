@@ -22,7 +22,7 @@ const maxPeekBytes = 4 << 20
 // Front wraps an SDK's MCP handler. It labels a POST carrying one
 // tools/call request with [RequestIDHeader], and notes a DELETE of an open
 // session so that its session_closed record says "deleted".
-func Front(next http.Handler, tools *Tools) http.Handler {
+func Front(next http.Handler, host *Host) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(RequestIDHeader)
 		switch r.Method {
@@ -31,8 +31,8 @@ func Front(next http.Handler, tools *Tools) http.Handler {
 				r.Header.Set(RequestIDHeader, id)
 			}
 		case http.MethodDelete:
-			if sid := r.Header.Get(mcpwire.HeaderSessionID); tools.HasSession(sid) {
-				tools.NoteClosing(sid, "deleted")
+			if sid := r.Header.Get(mcpwire.HeaderSessionID); host.HasSession(sid) {
+				host.NoteClosing(sid, "deleted")
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -67,7 +67,7 @@ var ErrUnknownSession = errors.New("unknown session")
 type Control struct {
 	Target  string // "go-sdk", "mcp-go"
 	Version string // the pinned SDK version
-	Tools   *Tools
+	Host    *Host
 	// Expire drops the session now, so that later requests for it get the
 	// SDK's answer to an unknown session.
 	Expire            func(session string) error
@@ -110,21 +110,21 @@ func MountControl(mux *http.ServeMux, c Control) {
 	mux.HandleFunc("GET /control/status", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, Status{
 			Target: c.Target, SDKVersion: c.Version,
-			InflightCalls: c.Tools.Inflight(), Sessions: c.Tools.Sessions(),
+			InflightCalls: c.Host.Inflight(), Sessions: c.Host.Sessions(),
 		})
 	})
-	mux.HandleFunc("POST /control/expire", action(c.Tools, c.Expire, c.ExpireUnsupported))
-	mux.HandleFunc("POST /control/terminate", action(c.Tools, c.Terminate, c.TerminateUnsupported))
+	mux.HandleFunc("POST /control/expire", action(c.Host, c.Expire, c.ExpireUnsupported))
+	mux.HandleFunc("POST /control/terminate", action(c.Host, c.Terminate, c.TerminateUnsupported))
 }
 
-func action(tools *Tools, do func(string) error, unsupported string) http.HandlerFunc {
+func action(host *Host, do func(string) error, unsupported string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if do == nil {
 			writeJSON(w, http.StatusNotImplemented, errorBody{Error: "unsupported", Message: unsupported})
 			return
 		}
 		q := r.URL.Query()
-		targets, named := tools.openSessions(), q.Has("session")
+		targets, named := host.openSessions(), q.Has("session")
 		if named {
 			targets = []string{q.Get("session")}
 		}

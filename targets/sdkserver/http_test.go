@@ -36,7 +36,7 @@ func TestFrontLabelsToolsCalls(t *testing.T) {
 				b, err := io.ReadAll(r.Body)
 				require.NoError(t, err)
 				gotBody = string(b)
-			}), NewTools(ToolsConfig{}))
+			}), NewHost(Config{}))
 			r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(tc.body))
 			if tc.spoof != "" {
 				r.Header.Set(RequestIDHeader, tc.spoof)
@@ -56,33 +56,33 @@ func TestFrontPassesLargeBodiesUntouched(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		got = len(b)
 		assert.Empty(t, r.Header.Get(RequestIDHeader))
-	}), NewTools(ToolsConfig{}))
+	}), NewHost(Config{}))
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body)))
 	assert.Equal(t, len(body), got)
 }
 
 func TestFrontNotesDeletes(t *testing.T) {
 	m := sideeffects.NewMemory()
-	tools := NewTools(ToolsConfig{Recorder: m})
-	tools.SessionOpened("s1", "alice", "v")
-	h := Front(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), tools)
+	host := NewHost(Config{Recorder: m})
+	host.SessionOpened("s1", "alice", "v")
+	h := Front(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), host)
 	for _, sid := range []string{"s1", "unknown"} {
 		r := httptest.NewRequest(http.MethodDelete, "/mcp", nil)
 		r.Header.Set(mcpwire.HeaderSessionID, sid)
 		h.ServeHTTP(httptest.NewRecorder(), r)
 	}
-	tools.SessionClosed("s1", "expired")
+	host.SessionClosed("s1", "expired")
 	assert.Equal(t, "deleted", m.Records()[1].Reason)
 }
 
 func TestMountControl(t *testing.T) {
-	tools := NewTools(ToolsConfig{})
-	tools.SessionOpened("a", "alice", "v")
-	tools.SessionOpened("b", "bob", "v")
+	host := NewHost(Config{})
+	host.SessionOpened("a", "alice", "v")
+	host.SessionOpened("b", "bob", "v")
 	var expired []string
 	mux := http.NewServeMux()
 	MountControl(mux, Control{
-		Target: "t", Version: "v1", Tools: tools,
+		Target: "t", Version: "v1", Host: host,
 		Expire: func(session string) error {
 			switch session {
 			case "a", "b":

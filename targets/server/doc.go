@@ -61,19 +61,20 @@
 //
 // # Tools
 //
-// The tools are package targets/tools; the server hosts them on its event
-// log and its store. charge {order_id, amount_cents, idempotency_key?,
-// duration_ms?} runs for duration_ms (Config.DefaultChargeDuration when 0 or
-// absent), then records exactly one ledger charge, or charge_deduplicated
-// when its idempotency key was charged before (the file store remembers keys
-// across restarts). chatty {events, interval_ms} emits events numbered
-// notifications/progress (progress 1..events, total events), event i due at
-// start + i × interval_ms, on the call's stream. It uses the request's
-// _meta.progressToken and, when there is none, the request id as the token:
-// a liberty, since the specification sends progress only to clients that
-// asked for it, and the harness wants the events either way. A call answered
-// as JSON cannot carry events, so its progress goes to the standalone
-// stream.
+// The tools are package targets/tools, the same for every server target;
+// the server hosts them on its event log and its store. charge {order_id,
+// amount_cents, idempotency_key?, duration_ms?} runs for duration_ms
+// (Config.DefaultChargeDuration when 0 or absent), then records exactly one
+// ledger charge, or charge_deduplicated when its idempotency key was
+// charged before (the file store remembers keys across restarts). chatty
+// {events, interval_ms} emits events numbered notifications/progress
+// (progress 1..events, total events), event i due at start + i ×
+// interval_ms, on the call's stream. It uses the request's
+// _meta.progressToken and, when there is none, the request id as the
+// token: a liberty, since the specification sends progress only to clients
+// that asked for it, and the harness wants the events either way. A call
+// answered as JSON cannot carry events, so its progress goes to the
+// standalone stream.
 //
 // A tool keeps running when its POST connection drops (disconnect is not
 // cancel) and when its session ends; only notifications/cancelled, the

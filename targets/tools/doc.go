@@ -1,9 +1,10 @@
 // Package tools is the workload's two tools, charge and chatty, written
-// once for every server chaosrun ships to host (the reference server,
-// targets/server, is the first). A server that hosts them differs from
-// another only through the hooks below, so every target decodes the same
-// arguments within the same bounds, runs for the same time and writes the
-// same ledger records with the same fields, stamped the same way.
+// once for every server chaosrun ships: the reference server
+// (targets/server) and the SDK adapters (targets/gosdk and targets/mcpgo,
+// through targets/sdkserver). A server that hosts them differs from another
+// only through the hooks below, so every target decodes the same arguments
+// within the same bounds, runs for the same time and writes the same ledger
+// records with the same fields, stamped the same way.
 //
 // # What the tools do
 //

@@ -1,0 +1,203 @@
+package sdkserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chaosrun/chaosrun/internal/runclock"
+	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets/tools"
+)
+
+// reasonShutdown ends a tool cut short by [Host.Shutdown], and names a
+// session closed after it.
+const reasonShutdown = "shutdown"
+
+var errShutdown = errors.New("server shutting down")
+
+// Config configures [NewHost].
+type Config struct {
+	Recorder sideeffects.Recorder // nil = sideeffects.NewMemory()
+	Source   string               // Record.Source of every record
+	Clock    runclock.Clock       // zero = a clock starting now
+	Logger   *slog.Logger         // nil = discard
+	// DefaultChargeDuration is how long a charge runs when the call gives
+	// no duration_ms.
+	DefaultChargeDuration time.Duration
+}
+
+// Request identifies one tool invocation on the server: the SDK's session
+// id and the JSON-RPC request id ("" when the SDK did not let it through).
+type Request struct {
+	Session   string
+	RequestID string
+}
+
+// Host runs the tool core (package targets/tools) inside an SDK server and
+// records the session lifecycle the SDK exposes. It is safe for concurrent
+// use.
+type Host struct {
+	ledger   tools.Ledger
+	tools    *tools.Runner
+	log      *slog.Logger
+	inflight atomic.Int64
+	// life ends at Shutdown: it is the context every tool runs in.
+	life context.Context
+	stop context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[string]string // open session -> client name
+	closing  map[string]string // session -> reason noted before it closed
+	closed   map[string]bool
+}
+
+// NewHost returns a host writing to cfg.Recorder, with idempotency keys
+// kept in memory.
+func NewHost(cfg Config) *Host {
+	if cfg.Recorder == nil {
+		cfg.Recorder = sideeffects.NewMemory()
+	}
+	if cfg.Clock.Base().IsZero() {
+		cfg.Clock = runclock.Start()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Host{
+		ledger:   tools.Ledger{Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: cfg.Logger},
+		log:      cfg.Logger,
+		sessions: map[string]string{}, closing: map[string]string{}, closed: map[string]bool{},
+	}
+	h.tools = tools.NewRunner(tools.Config{Ledger: h.ledger, DefaultChargeDuration: cfg.DefaultChargeDuration})
+	h.life, h.stop = context.WithCancel(context.Background())
+	return h
+}
+
+// Inflight is the number of tool invocations running now.
+func (h *Host) Inflight() int64 { return h.inflight.Load() }
+
+// Sessions is the number of sessions opened and not yet closed.
+func (h *Host) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// openSessions lists the open sessions.
+func (h *Host) openSessions() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Sorted(maps.Keys(h.sessions))
+}
+
+// HasSession reports whether session was opened and has not closed.
+func (h *Host) HasSession(session string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.sessions[session]
+	return ok
+}
+
+// Shutdown ends every running tool: each records its call as finished with
+// an error (reason "shutdown") and returns an error result. Later calls
+// fail the same way. It is idempotent.
+func (h *Host) Shutdown() { h.stop() }
+
+func (h *Host) record(r sideeffects.Record) {
+	_ = h.ledger.Record(context.Background(), r)
+}
+
+// SessionOpened records that initialize created session for client (its
+// clientInfo.name) at the negotiated protocol version.
+func (h *Host) SessionOpened(session, client, protocol string) {
+	h.mu.Lock()
+	h.sessions[session] = client
+	h.mu.Unlock()
+	h.record(sideeffects.Record{Kind: sideeffects.KindSessionOpened, Session: session, Client: client, Detail: protocol})
+}
+
+// NoteClosing remembers why session is about to close, for
+// [Host.SessionClosed] to record.
+func (h *Host) NoteClosing(session, reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.closing[session]; !ok {
+		h.closing[session] = reason
+	}
+}
+
+// SessionClosed records that session ended, once, and only for a session
+// [Host.SessionOpened] saw. The reason is the one noted with
+// [Host.NoteClosing], "shutdown" after [Host.Shutdown], or fallback.
+func (h *Host) SessionClosed(session, fallback string) {
+	h.mu.Lock()
+	_, open := h.sessions[session]
+	if !open || h.closed[session] {
+		h.mu.Unlock()
+		return
+	}
+	h.closed[session] = true
+	delete(h.sessions, session)
+	reason, noted := h.closing[session]
+	delete(h.closing, session)
+	h.mu.Unlock()
+	if !noted {
+		reason = fallback
+		if h.life.Err() != nil {
+			reason = reasonShutdown
+		}
+	}
+	h.record(sideeffects.Record{Kind: sideeffects.KindSessionClosed, Session: session, Reason: reason})
+}
+
+func (h *Host) clientOf(session string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[session]
+}
+
+// Call runs tool for req in the tool core and returns what the SDK should
+// answer. The tool runs until it ends or the host shuts down: ctx, the
+// SDK's request context, is only noted in call_finished's detail when it
+// ended meanwhile (a dropped connection, for some SDKs), since disconnect
+// is not cancel. An SDK shows a tool no event ids and no delivery, so the
+// result is recorded as written (on no stream known, event id 0) when it
+// is handed back to the SDK. emit may be nil for charge.
+func (h *Host) Call(ctx context.Context, req Request, tool string, args json.RawMessage, emit tools.Emit) tools.Outcome {
+	h.inflight.Add(1)
+	defer h.inflight.Add(-1)
+	c := tools.Call{Tool: tool, OrderID: tools.OrderID(args), Session: req.Session,
+		Client: h.clientOf(req.Session), RequestID: req.RequestID}
+	out := h.tools.Run(h.life, c, args, emit)
+	if out.Interrupted {
+		out = tools.Failure(reasonShutdown, errShutdown)
+	}
+	if err := ctx.Err(); err != nil {
+		out.Detail = "request context ended during the call: " + err.Error()
+	}
+	h.record(c.ResultWritten("", 0, out.IsError))
+	h.record(c.Finished(out))
+	return out
+}
+
+// Emit adapts an SDK's way of sending progress notification seq of total
+// to the tool core. The event is recorded before it is handed to the SDK,
+// with no stream and no event id (an SDK shows neither). A notification
+// the SDK refuses is logged and the tool goes on: it was emitted, and
+// whether it arrived is what the checker measures.
+func (h *Host) Emit(req Request, send func(seq, total int) error) tools.Emit {
+	return func(seq, total int, recordEmitted func(string, int64)) error {
+		recordEmitted("", 0)
+		if err := send(seq, total); err != nil {
+			h.log.Warn("progress notification refused", "session", req.Session, "seq", seq, "err", err)
+		}
+		return nil
+	}
+}

@@ -198,7 +198,7 @@ func (r *run) one(ctx context.Context, in Injection) error {
 		}
 		base = time.Duration(f.AtUS) * time.Microsecond
 	}
-	if !sleepUntil(ctx, r.env.Clock, base+in.At) {
+	if !r.env.Clock.SleepUntil(ctx, base+in.At) {
 		return nil
 	}
 	start := r.env.Clock.Now()
@@ -218,7 +218,7 @@ func (r *run) one(ctx context.Context, in Injection) error {
 		return r.end(&e, nil)
 	}
 	if in.Hold > 0 {
-		sleepUntil(ctx, r.env.Clock, start+in.Hold)
+		r.env.Clock.SleepUntil(ctx, start+in.Hold)
 	} else {
 		<-ctx.Done()
 	}
@@ -376,25 +376,6 @@ func (r *run) shared(ctx context.Context, key string, on, off func(context.Conte
 		return off(ctx)
 	}
 	return h, detail, nil
-}
-
-func sleepUntil(ctx context.Context, c runclock.Clock, at time.Duration) bool {
-	return sleep(ctx, at-c.Now()) == nil
-}
-
-// sleep waits for d or until ctx ends, whichever is first.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func formatAttrs(attrs toxiclient.Attributes) string {

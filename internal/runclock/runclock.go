@@ -9,6 +9,7 @@
 package runclock
 
 import (
+	"context"
 	"strconv"
 	"time"
 )
@@ -56,3 +57,26 @@ func (c Clock) Micros() int64 { return c.Now().Microseconds() }
 
 // At converts an offset back to an absolute instant.
 func (c Clock) At(offset time.Duration) time.Time { return c.base.Add(offset) }
+
+// Sleep waits d, or until ctx ends, whichever is first, and returns ctx's
+// error in the second case. A d of zero or less returns at once with ctx's
+// error, if any.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// SleepUntil waits until the clock reads at, or until ctx ends; it reports
+// whether the time came.
+func (c Clock) SleepUntil(ctx context.Context, at time.Duration) bool {
+	return Sleep(ctx, at-c.Now()) == nil
+}

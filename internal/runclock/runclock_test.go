@@ -1,6 +1,7 @@
 package runclock
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -27,4 +28,17 @@ func TestAtInvertsNow(t *testing.T) {
 	c := Start()
 	off := 1500 * time.Millisecond
 	assert.Equal(t, off, c.At(off).Sub(c.Base()))
+}
+
+func TestSleep(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	assert.NoError(t, Sleep(ctx, time.Millisecond))
+	assert.NoError(t, Sleep(ctx, 0), "nothing to wait for")
+	cancel()
+	assert.ErrorIs(t, Sleep(ctx, time.Hour), context.Canceled, "an ended context ends the wait")
+	assert.ErrorIs(t, Sleep(ctx, 0), context.Canceled)
+
+	c := Start()
+	assert.True(t, c.SleepUntil(context.Background(), c.Now()+time.Millisecond))
+	assert.False(t, c.SleepUntil(ctx, c.Now()+time.Hour))
 }

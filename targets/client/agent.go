@@ -186,21 +186,6 @@ func (a *agent) breakRecord(s *stream, c Close) {
 	a.record(r)
 }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // backoff is the delay before reconnect attempt n (from 1): Initial doubled
 // per attempt, capped at Max, with equal jitter (half fixed, half random),
 // and never less than floor, the server's retry field.

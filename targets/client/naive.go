@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/history"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
@@ -54,7 +55,7 @@ func (n *naive) call(ctx context.Context, call workload.Call) error {
 			n.outcomeRecord(last, &outcome{kind: history.KindFail, reason: fmt.Sprintf("gave up after %d attempts: %s", attempt, tr.why)})
 			return nil
 		default:
-			err = sleep(ctx, n.opts.Backoff.Initial)
+			err = runclock.Sleep(ctx, n.opts.Backoff.Initial)
 		}
 		if err != nil {
 			if last != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/history"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
@@ -176,7 +177,7 @@ func (r *resumable) ensureSession(ctx context.Context) error {
 			return err
 		}
 		r.log.Warn("initialize failed", "attempt", attempt, "err", err)
-		if err := sleep(ctx, r.backoff(attempt, 0)); err != nil {
+		if err := runclock.Sleep(ctx, r.backoff(attempt, 0)); err != nil {
 			return err
 		}
 	}
@@ -253,7 +254,7 @@ func (r *resumable) follow(ctx context.Context, s *stream, x *exchange, cl Close
 // the failed attempt amounts to.
 func (r *resumable) reconnect(ctx context.Context, s *stream, attempt int) (*exchange, Close, error) {
 	delay := r.backoff(attempt, s.retry)
-	if err := sleep(ctx, delay); err != nil {
+	if err := runclock.Sleep(ctx, delay); err != nil {
 		return nil, Close{}, err
 	}
 	rec := history.Record{

@@ -15,8 +15,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
-	"github.com/chaosrun/chaosrun/targets/tools"
 )
 
 // A benchmark target is a server under comparison, started fresh.
@@ -55,7 +55,7 @@ func startGoSDK(b *testing.B) (string, func()) {
 		func(ctx context.Context, req *sdk.CallToolRequest, args mcpwire.ChattyArgs) (*sdk.CallToolResult, emitted, error) {
 			token := req.Params.GetProgressToken()
 			for i := 1; i <= args.Events; i++ {
-				if !tools.Sleep(ctx, time.Duration(args.IntervalMS)*time.Millisecond) {
+				if runclock.Sleep(ctx, time.Duration(args.IntervalMS)*time.Millisecond) != nil {
 					return nil, emitted{}, ctx.Err()
 				}
 				if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
@@ -135,7 +136,7 @@ func (r *Runner) runCharge(ctx context.Context, c Call, raw json.RawMessage) Out
 	if a.DurationMS > 0 {
 		d = millis(a.DurationMS)
 	}
-	if !Sleep(ctx, d) {
+	if runclock.Sleep(ctx, d) != nil {
 		return Outcome{Interrupted: true}
 	}
 	rec := c.record(sideeffects.KindCharge)
@@ -179,7 +180,7 @@ func (r *Runner) runChatty(ctx context.Context, c Call, raw json.RawMessage, emi
 	interval := millis(a.IntervalMS)
 	start := time.Now()
 	for seq := 1; seq <= a.Events; seq++ {
-		if !Sleep(ctx, time.Until(start.Add(time.Duration(seq)*interval))) {
+		if runclock.Sleep(ctx, time.Until(start.Add(time.Duration(seq)*interval))) != nil {
 			return Outcome{Interrupted: true}
 		}
 		err := emit(seq, a.Events, func(stream string, eventID int64) {
@@ -195,19 +196,4 @@ func (r *Runner) runChatty(ctx context.Context, c Call, raw json.RawMessage, emi
 		}
 	}
 	return Outcome{Structured: chattyResult{Emitted: a.Events}}
-}
-
-// Sleep waits d, reporting false if ctx ends first.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

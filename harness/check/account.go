@@ -7,7 +7,6 @@ import (
 
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // Accounts is the ledger read against the clients' history: what the system
@@ -18,6 +17,9 @@ import (
 // the 1-based position of a record in the history slice, which is its line
 // in history.jsonl when the file has no blank lines.
 type Accounts struct {
+	// Source names the ledger the accounts read: "" for the server's own,
+	// [SourceWire] for one derived from the wire's server edge.
+	Source       string
 	Charges      int             // charge records
 	Duplicates   []OrderCharges  // orders charged more than once, by order id
 	Events       EventCounts     // totals over Streams
@@ -28,6 +30,18 @@ type Accounts struct {
 	Orphaned     []Orphan        // results nobody read, by N
 	Calls        []Call          // in the order of their first invoke
 	BlindRetries []BlindRetry    // in time order
+	FalseFails   []FalseFail     // calls reported failed whose side effect was committed
+}
+
+// dropped is how many results the server dropped and nobody wrote.
+func (a *Accounts) dropped() int {
+	n := 0
+	for _, o := range a.Orphaned {
+		if o.Dropped {
+			n++
+		}
+	}
+	return n
 }
 
 // DuplicateCharges is how many charges exceed one per order.
@@ -135,9 +149,13 @@ type Fork struct {
 // its caller so instead of assuming (a surfaced gap, for a result).
 type Orphan struct {
 	StreamKey
-	N        int64 // of the result_written record
+	N        int64 // of the result_written or result_dropped record
 	EventID  int64
 	Surfaced bool
+	// Dropped marks a result the server never wrote anywhere, its session
+	// being gone when the call finished (result_dropped): no client could
+	// ever read it.
+	Dropped bool
 }
 
 // Call is one logical call of one client, over all its attempts.
@@ -160,14 +178,34 @@ type Call struct {
 // Resolved reports whether the call's last attempt ended ok, fail or unknown.
 func (c Call) Resolved() bool { return c.Outcome != "" }
 
-// BlindRetry is an invoke of a non-idempotent order after the client had
-// concluded an earlier attempt of it had an unknown outcome.
+// BlindRetry is an invoke of a non-idempotent order while an earlier
+// attempt of it may have taken effect: the client had concluded that
+// attempt's outcome unknown, or the attempt had reached the server (its
+// call_started is in the ledger) and the client never read its outcome. A
+// retry like that risks the side effect twice whether or not it happened.
 type BlindRetry struct {
 	Client  string
 	Call    string
 	OrderID string
-	Unknown int // line of the unknown outcome
+	// Unknown is the line of the unknown outcome that preceded the retry,
+	// 0 when the retry followed an attempt that reached the server.
+	Unknown int
+	// Prior is the line of the earlier attempt's invoke and Started the N
+	// of its call_started, when the retry followed an attempt that reached
+	// the server.
+	Prior   int
+	Started int64
 	Invoke  int // line of the retry
+}
+
+// FalseFail is a call whose client reported it failed although its side
+// effect was committed: its caller, told it failed, will try again by hand.
+type FalseFail struct {
+	Client  string
+	Call    string
+	OrderID string
+	Line    int     // line of the fail outcome
+	Commits []int64 // N of the records that committed the side effect
 }
 
 // Account reads the ledger against the history: it counts charges and the
@@ -180,8 +218,8 @@ type BlindRetry struct {
 // of its order carries an idempotency key; other tools are idempotent. Time
 // order in the history is t_us, then line. Account is a pure function of its
 // inputs and modifies neither.
-func Account(ledger []sideeffects.Record, hist []history.Record) Accounts {
-	a := newAccountant()
+func Account(ledger []sideeffects.Record, hist []history.Record, ops Ops) Accounts {
+	a := newAccountant(ops)
 	for i := range ledger {
 		a.ledgerRecord(&ledger[i])
 	}
@@ -195,23 +233,28 @@ func Account(ledger []sideeffects.Record, hist []history.Record) Accounts {
 	out.Forks = forks(out.Sessions)
 	out.Orphaned = a.orphans()
 	out.Calls, out.BlindRetries = a.callAccounts(hist)
+	out.FalseFails = a.falseFails(out.Calls)
 	return out
 }
 
 // accountant gathers what Account needs in one pass over each input.
 type accountant struct {
-	charges  int
-	byOrder  map[string][]int64
-	keyed    map[string]bool   // orders charged under an idempotency key
-	toolOf   map[string]string // order id to tool, from call_started
-	streams  map[StreamKey]*streamState
-	sessGaps map[string][]gapRef // gaps surfaced for a whole session
-	opened   map[string]SessionSpan
-	closed   map[string]sideeffects.Record
-	results  map[StreamKey]writtenRef
-	outcomes map[StreamKey][]outcomeRef // every ok, fail and unknown of a stream
-	claimed  map[string]bool            // sessions some history record names
-	lostAt   map[string]int64           // sessions a client was told are gone, and when
+	ops       Ops
+	started   map[StreamKey]int64 // N of each attempt's call_started
+	committed map[string][]int64  // order id to the records that committed its side effect
+	dropped   map[StreamKey]int64 // N of each result_dropped
+	charges   int
+	byOrder   map[string][]int64
+	keyed     map[string]bool   // orders charged under an idempotency key
+	toolOf    map[string]string // order id to tool, from call_started
+	streams   map[StreamKey]*streamState
+	sessGaps  map[string][]gapRef // gaps surfaced for a whole session
+	opened    map[string]SessionSpan
+	closed    map[string]sideeffects.Record
+	results   map[StreamKey]writtenRef
+	outcomes  map[StreamKey][]outcomeRef // every ok, fail and unknown of a stream
+	claimed   map[string]bool            // sessions some history record names
+	lostAt    map[string]int64           // sessions a client was told are gone, and when
 }
 
 // outcomeRef is when an outcome was recorded, the event id it read, and
@@ -242,19 +285,23 @@ type gapRef struct {
 	line     int
 }
 
-func newAccountant() *accountant {
+func newAccountant(ops Ops) *accountant {
 	return &accountant{
-		byOrder:  map[string][]int64{},
-		keyed:    map[string]bool{},
-		toolOf:   map[string]string{},
-		streams:  map[StreamKey]*streamState{},
-		sessGaps: map[string][]gapRef{},
-		opened:   map[string]SessionSpan{},
-		closed:   map[string]sideeffects.Record{},
-		results:  map[StreamKey]writtenRef{},
-		outcomes: map[StreamKey][]outcomeRef{},
-		claimed:  map[string]bool{},
-		lostAt:   map[string]int64{},
+		ops:       ops,
+		started:   map[StreamKey]int64{},
+		committed: map[string][]int64{},
+		dropped:   map[StreamKey]int64{},
+		byOrder:   map[string][]int64{},
+		keyed:     map[string]bool{},
+		toolOf:    map[string]string{},
+		streams:   map[StreamKey]*streamState{},
+		sessGaps:  map[string][]gapRef{},
+		opened:    map[string]SessionSpan{},
+		closed:    map[string]sideeffects.Record{},
+		results:   map[StreamKey]writtenRef{},
+		outcomes:  map[StreamKey][]outcomeRef{},
+		claimed:   map[string]bool{},
+		lostAt:    map[string]int64{},
 	}
 }
 
@@ -274,11 +321,17 @@ func (a *accountant) ledgerRecord(r *sideeffects.Record) {
 		a.charges++
 		a.byOrder[r.OrderID] = append(a.byOrder[r.OrderID], r.N)
 		a.keyed[r.OrderID] = a.keyed[r.OrderID] || r.IdempotencyKey != ""
+		if r.Source != SourceWire { // a derived charge is an invocation, not a commit
+			a.committed[r.OrderID] = append(a.committed[r.OrderID], r.N)
+		}
 	case sideeffects.KindChargeDeduplicated:
 		a.keyed[r.OrderID] = a.keyed[r.OrderID] || r.IdempotencyKey != ""
 	case sideeffects.KindCallStarted:
 		if r.OrderID != "" && r.Tool != "" {
 			a.toolOf[r.OrderID] = r.Tool
+		}
+		if _, seen := a.started[key]; !seen {
+			a.started[key] = r.N
 		}
 	case sideeffects.KindEventEmitted:
 		if r.Seq > 0 {
@@ -288,6 +341,15 @@ func (a *accountant) ledgerRecord(r *sideeffects.Record) {
 	case sideeffects.KindResultWritten:
 		if w, seen := a.results[key]; !seen || r.N < w.n {
 			a.results[key] = writtenRef{n: r.N, eventID: r.EventID, tus: r.TUS}
+		}
+		// The wire sees no money move, but a result the server sent says
+		// the operation ran to its end.
+		if r.Source == SourceWire && r.Detail == "" && !r.IsError && r.OrderID != "" {
+			a.committed[r.OrderID] = append(a.committed[r.OrderID], r.N)
+		}
+	case sideeffects.KindResultDropped:
+		if _, seen := a.dropped[key]; !seen {
+			a.dropped[key] = r.N
 		}
 	case sideeffects.KindSessionOpened:
 		if o, seen := a.opened[r.Session]; !seen || r.N < o.Opened {
@@ -513,6 +575,13 @@ func endUS(s SessionSpan) int64 {
 
 func (a *accountant) orphans() []Orphan {
 	var out []Orphan
+	for key, n := range a.dropped {
+		if _, written := a.results[key]; written {
+			continue
+		}
+		surfaced := slices.ContainsFunc(a.outcomes[key], func(o outcomeRef) bool { return o.unknown })
+		out = append(out, Orphan{StreamKey: key, N: n, Surfaced: surfaced, Dropped: true})
+	}
 	for key, w := range a.results {
 		read := slices.ContainsFunc(a.outcomes[key], func(o outcomeRef) bool {
 			return (o.eventID != 0 && o.eventID == w.eventID) || (o.read && o.tus >= w.tus)
@@ -527,10 +596,16 @@ func (a *accountant) orphans() []Orphan {
 }
 
 // nonIdempotent reports whether repeating an invoke of tool for order could
-// charge twice.
+// repeat its side effect: the tool's op is not idempotent (a tool the
+// workload names no op for is taken as not idempotent), and no record of
+// the order carries an idempotency key.
 func (a *accountant) nonIdempotent(tool, order string) bool {
 	if tool == "" {
 		tool = a.toolOf[order]
 	}
-	return tool == mcpwire.ToolCharge && !a.keyed[order]
+	if a.keyed[order] {
+		return false
+	}
+	op, ok := a.ops.find(tool)
+	return !ok || !op.Idempotent
 }

@@ -58,11 +58,11 @@ func TestAccountDuplicates(t *testing.T) {
 		sideeffects.Record{Kind: sideeffects.KindCharge, OrderID: "o-1", AmountCents: 1},
 		sideeffects.Record{Kind: sideeffects.KindCharge, OrderID: "o-1", AmountCents: 1},
 	)
-	a := Account(ledger, nil)
+	a := Account(ledger, nil, nil)
 	assert.Equal(t, 4, a.Charges)
 	assert.Equal(t, []OrderCharges{{OrderID: "o-1", Charges: []int64{1, 4, 5}}}, a.Duplicates)
 	assert.Equal(t, 2, a.DuplicateCharges())
-	assert.Empty(t, Account(ledger[:3], nil).Duplicates)
+	assert.Empty(t, Account(ledger[:3], nil, nil).Duplicates)
 }
 
 func TestAccountEvents(t *testing.T) {
@@ -130,7 +130,7 @@ func TestAccountEvents(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := Account(numbered(tc.ledger...), tc.hist)
+			a := Account(numbered(tc.ledger...), tc.hist, nil)
 			assert.Equal(t, tc.want, a.Events)
 			require.Len(t, a.Streams, 1)
 			var seqs []int64
@@ -145,7 +145,7 @@ func TestAccountEvents(t *testing.T) {
 func TestAccountStreamEvidence(t *testing.T) {
 	hist := append(got("s", "1", 10, 1), history.Record{Kind: history.KindGap, Session: "s", RequestID: "1", FromEventID: 11, ToEventID: 12})
 	hist = append(hist, got("s", "1", 10, 4)...)
-	a := Account(numbered(emits("s", "1", 1, 4, 10)...), hist)
+	a := Account(numbered(emits("s", "1", 1, 4, 10)...), hist, nil)
 	require.Len(t, a.Streams, 1)
 	s := a.Streams[0]
 	assert.Equal(t, StreamKey{Session: "s", RequestID: "1"}, s.StreamKey)
@@ -184,7 +184,7 @@ func TestAccountForks(t *testing.T) {
 					hist = append(hist, history.Record{Kind: history.KindSessionNew, Client: r.Client, Session: r.Session})
 				}
 			}
-			a := Account(numbered(tc.ledger...), hist)
+			a := Account(numbered(tc.ledger...), hist, nil)
 			var forks [][2]string
 			for _, f := range a.Forks {
 				forks = append(forks, [2]string{f.Live.ID, f.New.ID})
@@ -203,11 +203,11 @@ func TestAccountForks(t *testing.T) {
 			{TUS: 9, Kind: history.KindSessionLost, Client: "c1", Session: "a", Reason: tc.reason},
 			{Kind: history.KindSessionNew, Client: "c1", Session: "b"},
 		}
-		a := Account(numbered(open("a", "c1", 0), open("b", "c1", 10)), hist)
+		a := Account(numbered(open("a", "c1", 0), open("b", "c1", 10)), hist, nil)
 		assert.Equal(t, tc.fork, len(a.Forks) == 1, "session lost by %s", tc.reason)
 	}
 
-	a := Account(numbered(open("a", "c1", 3), closed("a", 8)), []history.Record{{Kind: history.KindInvoke, Session: "a"}})
+	a := Account(numbered(open("a", "c1", 3), closed("a", 8)), []history.Record{{Kind: history.KindInvoke, Session: "a"}}, nil)
 	assert.Equal(t, []SessionSpan{{ID: "a", Client: "c1", Opened: 1, OpenedUS: 3, Closed: 2, ClosedUS: 8, Claimed: true}}, a.Sessions)
 }
 
@@ -227,9 +227,18 @@ func TestAccountOrphans(t *testing.T) {
 		{Kind: history.KindFail, Session: "t", RequestID: "3", Result: history.ResultRead}, // a JSON error answer
 		{Kind: history.KindOK, Session: "x", RequestID: "2"},
 	}
-	a := Account(ledger, hist)
+	a := Account(ledger, hist, nil)
 	assert.Equal(t, 3, a.Results)
-	assert.Equal(t, []Orphan{{StreamKey: StreamKey{Session: "s", RequestID: "2"}, N: 2, EventID: 9}}, a.Orphaned)
+	assert.Equal(t, []Orphan{
+		{StreamKey: StreamKey{Session: "s", RequestID: "2"}, N: 2, EventID: 9},
+		{StreamKey: StreamKey{Session: "u", RequestID: "4"}, N: 4, Dropped: true},
+	}, a.Orphaned, "a result the server dropped was never read either")
+
+	// A client that surfaced the dropped call as unknown did not assume it.
+	hist = append(hist, history.Record{Kind: history.KindUnknown, Session: "u", RequestID: "4"})
+	a = Account(ledger, hist, nil)
+	require.Len(t, a.Orphaned, 2)
+	assert.True(t, a.Orphaned[1].Surfaced)
 }
 
 func TestAccountOutcomeReadsOnlyAResultAlreadyWrittenOrNamed(t *testing.T) {
@@ -265,7 +274,7 @@ func TestAccountOutcomeReadsOnlyAResultAlreadyWrittenOrNamed(t *testing.T) {
 				}
 				hist = append(hist, r)
 			}
-			a := Account(numbered(written...), hist)
+			a := Account(numbered(written...), hist, nil)
 			assert.Equal(t, tc.orphaned, len(a.Orphaned) == 1)
 		})
 	}
@@ -312,7 +321,7 @@ func TestAccountCalls(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := Account(numbered(tc.ledger...), tc.hist)
+			a := Account(numbered(tc.ledger...), tc.hist, nil)
 			var outcomes []history.Kind
 			var invokes []int
 			for _, c := range a.Calls {

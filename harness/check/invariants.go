@@ -14,7 +14,7 @@ const refsShown = 5
 func noDuplicates(acc *Accounts) Result {
 	var ev evidence
 	for _, d := range acc.Duplicates {
-		ev.add("%s: order %s charged %d times", ledgerRefs(d.Charges), d.OrderID, len(d.Charges))
+		ev.add("%s: order %s charged %d times", acc.refs(d.Charges), d.OrderID, len(d.Charges))
 	}
 	if len(acc.Duplicates) == 0 {
 		return ev.result(NoDuplicateSideEffects, true,
@@ -41,7 +41,7 @@ func noSilentLoss(acc *Accounts) Result {
 			ns[i] = l.N
 		}
 		ev.add("%s: %d of %d events of %s lost silently (seq %d..%d); the client received past them at history line %d",
-			ledgerRefs(ns), s.LostSilent, s.Emitted, streamName(s.StreamKey),
+			acc.refs(ns), s.LostSilent, s.Emitted, streamName(s.StreamKey),
 			s.Silent[0].Seq, s.Silent[len(s.Silent)-1].Seq, s.Later)
 	}
 	if e.LostSilent > 0 {
@@ -65,8 +65,8 @@ func noFork(acc *Accounts) Result {
 		}
 	}
 	for _, f := range acc.Forks {
-		ev.add("ledger n=%d, n=%d: %s opened session %s at %s while session %s (opened at %s) was live",
-			f.Live.Opened, f.New.Opened, f.Client, f.New.ID, seconds(f.New.OpenedUS), f.Live.ID, seconds(f.Live.OpenedUS))
+		ev.add("%s: %s opened session %s at %s while session %s (opened at %s) was live",
+			acc.refs([]int64{f.Live.Opened, f.New.Opened}), f.Client, f.New.ID, seconds(f.New.OpenedUS), f.Live.ID, seconds(f.Live.OpenedUS))
 	}
 	if len(acc.Forks) == 0 {
 		return ev.result(NoSessionFork, true, fmt.Sprintf("%s for %s; no client held two live sessions at once",
@@ -76,7 +76,8 @@ func noFork(acc *Accounts) Result {
 }
 
 // noOrphans: every result written was read by some client outcome, or
-// belongs to a call its client surfaced as an unknown outcome.
+// belongs to a call its client surfaced as an unknown outcome; a result the
+// server dropped (its session gone) counts as one nobody read.
 func noOrphans(acc *Accounts) Result {
 	var ev evidence
 	silent, surfaced := 0, 0
@@ -86,23 +87,34 @@ func noOrphans(acc *Accounts) Result {
 			continue
 		}
 		silent++
-		ev.add("ledger n=%d: result of %s (event id %d) written, never read", o.N, streamName(o.StreamKey), o.EventID)
+		if o.Dropped {
+			ev.add("%s: result of %s dropped by the server (its session was gone), never delivered", acc.ref(o.N), streamName(o.StreamKey))
+			continue
+		}
+		ev.add("%s: result of %s (event id %d) written, never read", acc.ref(o.N), streamName(o.StreamKey), o.EventID)
 	}
 	note := ""
 	if surfaced > 0 {
 		note = fmt.Sprintf("; %d unread by calls their clients surfaced as unknown outcomes", surfaced)
 	}
+	results := count(acc.Results, "result written", "results written")
+	if d := acc.dropped(); d > 0 {
+		results = fmt.Sprintf("%s (%d written, %d dropped by the server)", count(acc.Results+d, "result"), acc.Results, d)
+	}
 	switch {
 	case silent > 0:
-		return ev.result(NoOrphanedResults, false, fmt.Sprintf("%d of %s never read%s", silent, count(acc.Results, "result written", "results written"), note))
-	case acc.Results == 0:
+		return ev.result(NoOrphanedResults, false, fmt.Sprintf("%d of %s never read%s", silent, results, note))
+	case acc.Results == 0 && acc.dropped() == 0:
 		return ev.result(NoOrphanedResults, true, "no result written")
+	case acc.Results == 0:
+		return ev.result(NoOrphanedResults, true, results+note)
 	}
 	return ev.result(NoOrphanedResults, true, count(acc.Results, "result")+" written, every one read by a client"+note)
 }
 
-// outcomesResolved: every call ended ok, fail or unknown, and no
-// non-idempotent call was retried after an unknown outcome.
+// outcomesResolved: every call ended ok, fail or unknown, no fail was
+// reported for a committed side effect, and no non-idempotent call was
+// retried blindly.
 func outcomesResolved(acc *Accounts) Result {
 	var ev evidence
 	counts := map[history.Kind]int{}
@@ -112,31 +124,65 @@ func outcomesResolved(acc *Accounts) Result {
 			ev.add("history line %d: call %s of %s (order %s) invoked, never resolved after it", c.Last, c.ID, c.Client, c.OrderID)
 		}
 	}
+	for _, f := range acc.FalseFails {
+		ev.add("history line %d, %s: %s reported call %s (order %s) failed, but its side effect was committed",
+			f.Line, acc.refs(f.Commits), f.Client, f.Call, f.OrderID)
+	}
 	for _, b := range acc.BlindRetries {
-		ev.add("history lines %d, %d: %s invoked non-idempotent order %s again after its unknown outcome",
-			b.Unknown, b.Invoke, b.Client, b.OrderID)
+		if b.Unknown > 0 {
+			ev.add("history lines %d, %d: %s invoked non-idempotent order %s again after its unknown outcome",
+				b.Unknown, b.Invoke, b.Client, b.OrderID)
+			continue
+		}
+		ev.add("history lines %d, %d, %s: %s invoked non-idempotent order %s again, although the earlier attempt had reached the server and its outcome was never read",
+			b.Prior, b.Invoke, acc.ref(b.Started), b.Client, b.OrderID)
 	}
 	unresolved := counts[""]
-	if unresolved == 0 && len(acc.BlindRetries) == 0 {
+	if unresolved == 0 && len(acc.BlindRetries) == 0 && len(acc.FalseFails) == 0 {
 		return ev.result(OutcomesResolved, true, fmt.Sprintf("%s: %d ok, %d failed, %d unknown; no blind retry",
 			count(len(acc.Calls), "call"), counts[history.KindOK], counts[history.KindFail], counts[history.KindUnknown]))
 	}
-	return ev.result(OutcomesResolved, false, fmt.Sprintf("%d of %s never resolved; %s after an unknown outcome",
-		unresolved, count(len(acc.Calls), "call"), count(len(acc.BlindRetries), "blind retry", "blind retries")))
+	var problems []string
+	if unresolved > 0 {
+		problems = append(problems, fmt.Sprintf("%d of %s never resolved", unresolved, count(len(acc.Calls), "call")))
+	}
+	if n := len(acc.BlindRetries); n > 0 {
+		problems = append(problems, count(n, "blind retry", "blind retries"))
+	}
+	if n := len(acc.FalseFails); n > 0 {
+		problems = append(problems, count(n, "failure", "failures")+" reported for committed side effects")
+	}
+	summary := strings.Join(problems, "; ")
+	return ev.result(OutcomesResolved, false, summary)
 }
 
 func streamName(k StreamKey) string {
 	return fmt.Sprintf("request %s in session %s", k.RequestID, k.Session)
 }
 
-// ledgerRefs renders record numbers as "ledger n=1, n=2 (+3 more)".
-func ledgerRefs(ns []int64) string {
+// refs renders record numbers of the account's ledger: "ledger n=1, n=2
+// (+3 more)", or for a ledger derived from the wire "wire lines 1, 2".
+func (acc *Accounts) refs(ns []int64) string {
 	parts := make([]string, 0, refsShown)
 	for _, n := range ns[:min(len(ns), refsShown)] {
-		parts = append(parts, fmt.Sprintf("n=%d", n))
+		if acc.Source == SourceWire {
+			parts = append(parts, fmt.Sprint(n))
+		} else {
+			parts = append(parts, fmt.Sprintf("n=%d", n))
+		}
 	}
-	return "ledger " + strings.Join(parts, ", ") + more(len(ns))
+	if acc.Source != SourceWire {
+		return "ledger " + strings.Join(parts, ", ") + more(len(ns))
+	}
+	word := "line"
+	if len(ns) > 1 {
+		word = "lines"
+	}
+	return "wire " + word + " " + strings.Join(parts, ", ") + more(len(ns))
 }
+
+// ref renders one record number of the account's ledger.
+func (acc *Accounts) ref(n int64) string { return acc.refs([]int64{n}) }
 
 // historyRefs renders lines as "history line 4" or "history lines 4, 9".
 func historyRefs(lines []int) string {

@@ -28,7 +28,7 @@ type Input struct {
 // hold, whatever the invariants say (they are still reported); otherwise it
 // is fail when some invariant is violated and pass when none is.
 func Judge(in Input) Verdict {
-	acc := Account(in.Ledger, in.History)
+	acc := Account(in.Ledger, in.History, nil)
 	order := timeOrder(in.History)
 	v := Verdict{
 		Violations:  []string{},

@@ -24,8 +24,8 @@ func TestJudgeScenarios(t *testing.T) {
 		figures    map[string]int64
 	}{
 		{"naive client double-charges", doubleChargeNaive(), Fail,
-			[]string{NoDuplicateSideEffects, NoSessionFork, NoOrphanedResults},
-			map[string]int64{"charges": 2, "duplicates": 1, "sessions": 2, "forks": 1, "orphaned_results": 1, "calls_ok": 1, "worst_reconnect_ms": 100}},
+			[]string{NoDuplicateSideEffects, NoSessionFork, NoOrphanedResults, OutcomesResolved},
+			map[string]int64{"charges": 2, "duplicates": 1, "sessions": 2, "forks": 1, "orphaned_results": 1, "calls_ok": 1, "blind_retries": 1, "worst_reconnect_ms": 100}},
 		{"resumable client charges once", doubleChargeResumable(), Pass, nil,
 			map[string]int64{"charges": 1, "duplicates": 0, "sessions": 1, "reconnects": 1, "resumes": 1, "worst_reconnect_ms": 1000}},
 		{"silent_head loses events silently", evictedResume(true), Fail, []string{NoSilentEventLoss},
@@ -108,9 +108,13 @@ func TestInvariants(t *testing.T) {
 			{"the result is read", func() Input {
 				return hit().at(3).written("s1", "1", 9).outcome(history.KindOK, "c1", "a", "s1", "1", 9).in
 			}, true, "1 result written, every one read"},
-			{"a dropped result is not orphaned", func() Input {
+			{"a dropped result nobody surfaced is an orphan", func() Input {
 				return hit().at(3).led(sideeffects.Record{Kind: sideeffects.KindResultDropped, Session: "s1", RequestID: "1"}).in
-			}, true, "no result written"},
+			}, false, "ledger n=2: result of request 1 in session s1 dropped by the server (its session was gone), never delivered"},
+			{"a dropped result surfaced as unknown is not", func() Input {
+				return hit().at(3).led(sideeffects.Record{Kind: sideeffects.KindResultDropped, Session: "s1", RequestID: "1"}).
+					outcome(history.KindUnknown, "c1", "a", "s1", "1", 0).in
+			}, true, "1 result (0 written, 1 dropped by the server); 1 unread by calls their clients surfaced as unknown outcomes"},
 			{"the result lands where nobody listens", func() Input {
 				return hit().at(3).written("s1", "1", 9).in
 			}, false, "ledger n=2: result of request 1 in session s1 (event id 9) written, never read"},
@@ -123,6 +127,22 @@ func TestInvariants(t *testing.T) {
 				return hit().at(3).outcome(history.KindUnknown, "c1", "a", "s1", "1", 0).invoke("c1", "a", "charge", "s1", "2", 2).
 					outcome(history.KindOK, "c1", "a", "s1", "2", 0).in
 			}, false, "history lines 4, 5: c1 invoked non-idempotent order a again after its unknown outcome"},
+			{"blind retry of an attempt that reached the server", func() Input {
+				return hit().at(2).started("s1", "c1", "1", "charge", "a").at(3).invoke("c1", "a", "charge", "s2", "2", 2).
+					outcome(history.KindOK, "c1", "a", "s2", "2", 0).in
+			}, false, "history lines 2, 4, ledger n=2: c1 invoked non-idempotent order a again, although the earlier attempt had reached the server and its outcome was never read"},
+			{"a retry of an attempt that never reached the server is not blind", func() Input {
+				return hit().at(3).invoke("c1", "a", "charge", "s2", "2", 2).outcome(history.KindOK, "c1", "a", "s2", "2", 0).in
+			}, true, "no blind retry"},
+			{"a retry after the failure was read is not blind", func() Input {
+				return hit().at(2).started("s1", "c1", "1", "charge", "a").
+					hist(history.Record{Kind: history.KindFail, Call: "a", OrderID: "a", Session: "s1", RequestID: "1", Result: history.ResultRead}).
+					at(3).invoke("c1", "a", "charge", "s2", "2", 2).outcome(history.KindOK, "c1", "a", "s2", "2", 0).in
+			}, true, "no blind retry"},
+			{"a failure reported for a committed charge", func() Input {
+				return hit().at(2).started("s1", "c1", "1", "charge", "a").charged("s1", "c1", "1", "a").
+					hist(history.Record{Kind: history.KindFail, Call: "a", OrderID: "a", Session: "s1", RequestID: "1", Reason: "retries_exhausted"}).in
+			}, false, "history line 4, ledger n=3: c1 reported call a (order a) failed, but its side effect was committed"},
 		},
 	}
 	for id, cases := range tests {

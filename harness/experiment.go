@@ -67,7 +67,12 @@ func (e *experiment) prepare() error {
 			return err
 		}
 	}
-	return os.WriteFile(filepath.Join(e.dir, ExperimentFile), e.plan.Experiment.Source, 0o644)
+	if err := os.WriteFile(filepath.Join(e.dir, ExperimentFile), e.plan.Experiment.Source, 0o644); err != nil {
+		return err
+	}
+	// The workload as the clients get it: the checker reads its ops (how
+	// to tell operations apart, which are idempotent) back from it.
+	return writeJSON(filepath.Join(e.dir, check.WorkloadFile), e.plan.Template)
 }
 
 func (e *experiment) logDir() string { return filepath.Join(e.dir, "logs") }

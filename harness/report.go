@@ -69,6 +69,7 @@ func WriteSummary(w io.Writer, run *Run) error {
 			yesNo(r.Met), strings.Join(r.Verdict.Violations, ", "), f.Duplicates, f.EventsLostSilent, f.EventsLostSurfaced,
 			f.Forks, f.OrphanedResults, f.CallsUnknown, ratio)
 	}
+	writeJudgements(w, run)
 	for _, r := range run.Results {
 		if r.Met {
 			continue
@@ -138,6 +139,7 @@ func WriteJUnit(w io.Writer, run *Run) error {
 		}
 		if r.Verdict != nil {
 			c.Time = secs(r.Verdict.Figures.WallMS)
+			c.SystemOut += "\n" + judgementLines(r.Verdict)
 		}
 		s.Cases = append(s.Cases, c)
 	}
@@ -158,7 +160,7 @@ func secs(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
 func evidence(v *check.Verdict) string {
 	var b strings.Builder
 	for _, r := range append(append([]check.Result(nil), v.Assumptions...), v.Invariants...) {
-		if r.Held() {
+		if r.Held() || r.Status == check.NotJudged {
 			continue
 		}
 		fmt.Fprintf(&b, "%s: %s\n", r.ID, r.Summary)

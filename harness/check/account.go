@@ -20,17 +20,28 @@ type Accounts struct {
 	// Source names the ledger the accounts read: "" for the server's own,
 	// [SourceWire] for one derived from the wire's server edge.
 	Source       string
-	Charges      int             // charge records
-	Duplicates   []OrderCharges  // orders charged more than once, by order id
-	Events       EventCounts     // totals over Streams
-	Streams      []StreamAccount // streams with an emitted event, by session, then request id
-	Sessions     []SessionSpan   // by N of session_opened
-	Forks        []Fork          // in the order the forking sessions opened
-	Results      int             // streams with a result written
-	Orphaned     []Orphan        // results nobody read, by N
-	Calls        []Call          // in the order of their first invoke
-	BlindRetries []BlindRetry    // in time order
-	FalseFails   []FalseFail     // calls reported failed whose side effect was committed
+	Charges      int                      // charge records
+	Duplicates   []OrderCharges           // orders charged more than once, by order id
+	Events       EventCounts              // totals over Streams
+	Streams      []StreamAccount          // streams with an emitted event, by session, then request id
+	Sessions     []SessionSpan            // by N of session_opened
+	Forks        []Fork                   // in the order the forking sessions opened
+	Results      int                      // streams with a result written
+	Orphaned     []Orphan                 // results nobody read, by N
+	Calls        []Call                   // in the order of their first invoke
+	kinds        map[sideeffects.Kind]int // ledger records read, by kind
+	BlindRetries []BlindRetry             // in time order
+	FalseFails   []FalseFail              // calls reported failed whose side effect was committed
+}
+
+// has reports whether the ledger read held a record of one of the kinds.
+func (a *Accounts) has(kinds ...sideeffects.Kind) bool {
+	for _, k := range kinds {
+		if a.kinds[k] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // dropped is how many results the server dropped and nobody wrote.
@@ -220,13 +231,15 @@ type FalseFail struct {
 // inputs and modifies neither.
 func Account(ledger []sideeffects.Record, hist []history.Record, ops Ops) Accounts {
 	a := newAccountant(ops)
+	kinds := map[sideeffects.Kind]int{}
 	for i := range ledger {
 		a.ledgerRecord(&ledger[i])
+		kinds[ledger[i].Kind]++
 	}
 	for i := range hist {
 		a.historyRecord(i+1, &hist[i])
 	}
-	out := Accounts{Charges: a.charges, Results: len(a.results)}
+	out := Accounts{Charges: a.charges, Results: len(a.results), kinds: kinds}
 	out.Duplicates = a.duplicates()
 	out.Streams, out.Events = a.streamAccounts()
 	out.Sessions = a.sessionList()

@@ -150,8 +150,10 @@ func (e Expectation) Validate() error {
 
 // Match reports whether v meets the expectation: the verdict is equal; the
 // set of violated invariants equals Violations when they are given (for an
-// expected pass, none); and every figure bound holds. Reasons say what did
-// not match, in that order; an invalid expectation never matches.
+// expected pass, none); every figure bound holds; and no invariant was
+// judged differently by the ledger's and the wire's accounts (a defect of
+// the harness or of one record, which must not pass unseen). Reasons say
+// what did not match, in that order; an invalid expectation never matches.
 func (e Expectation) Match(v Verdict) (bool, []string) {
 	if err := e.Validate(); err != nil {
 		return false, []string{"invalid expectation: " + err.Error()}
@@ -171,6 +173,11 @@ func (e Expectation) Match(v Verdict) (bool, []string) {
 		b := e.Figures[name]
 		if got, _ := v.Figures.Value(name); !b.Holds(got) {
 			reasons = append(reasons, fmt.Sprintf("figure %s is %d, expected %s", name, got, b))
+		}
+	}
+	for _, r := range v.Invariants {
+		if r.Disagreement != "" {
+			reasons = append(reasons, fmt.Sprintf("the accounts disagree on %s: the ledger's says %s, %s", r.ID, r.Status, r.Disagreement))
 		}
 	}
 	return len(reasons) == 0, reasons

@@ -1,10 +1,12 @@
 package check
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets/history"
 )
 
@@ -14,6 +16,12 @@ type Input struct {
 	History []history.Record     // history.jsonl, in file order
 	Ledger  []sideeffects.Record // ledger.jsonl
 	Faults  []faults.Entry       // faults.jsonl
+	// Wire is wire.jsonl: what crossed each edge of the fault proxy; empty
+	// for runs recorded before the observer, or with it off.
+	Wire []wire.Record
+	// Ops say how to tell the workload's operations apart on the wire and
+	// which are idempotent; nil is [DefaultOps].
+	Ops Ops
 	// Wall is how long the run took; Scheduled is how long its schedule
 	// said it would (scaled tool durations plus scaled fault windows). Both
 	// are supplied by the runner and reported as figures only.
@@ -23,32 +31,96 @@ type Input struct {
 	_ struct{} // keyed literals only: the input grows
 }
 
+// The accounts a result can come from (Result.Account).
+const (
+	// AccountLedger is the server's own ledger, joined with the history.
+	AccountLedger = "ledger"
+	// AccountWire is the ledger derived from the wire's server edge (see
+	// fromwire.go), joined with the history.
+	AccountWire = "wire"
+	// AccountBoth means both accounts judged the invariant; a Disagreement
+	// says what the wire's said when it differs from the ledger's, which
+	// then decides.
+	AccountBoth = "both"
+	// AccountHistory is the client's history alone: outcomes_resolved when
+	// no server-side record shows a call (it then sees unresolved calls,
+	// not blind retries).
+	AccountHistory = "history"
+)
+
+// invariant is one invariant: how to judge it on an account, whether an
+// account holds anything for it to judge, and what to say when none does.
+type invariant struct {
+	id      string
+	judge   func(*Accounts) Result
+	able    func(*Accounts) bool
+	nothing string
+}
+
+var invariants = []invariant{
+	{NoDuplicateSideEffects, noDuplicates, func(a *Accounts) bool {
+		return a.has(sideeffects.KindCharge, sideeffects.KindChargeDeduplicated, sideeffects.KindCallStarted)
+	}, "no side effect or call recorded: neither the ledger nor the wire shows a tool invoked"},
+	{NoSilentEventLoss, noSilentLoss, func(a *Accounts) bool { return a.has(sideeffects.KindEventEmitted) },
+		"no numbered event emitted: neither the ledger nor the wire shows a progress event"},
+	{NoSessionFork, noFork, func(a *Accounts) bool { return a.has(sideeffects.KindSessionOpened) },
+		"no session recorded: neither the ledger nor the wire shows one opened"},
+	{NoOrphanedResults, noOrphans, func(a *Accounts) bool {
+		return a.has(sideeffects.KindCallStarted, sideeffects.KindResultWritten, sideeffects.KindResultDropped)
+	}, "no call or result recorded: neither the ledger nor the wire shows a tool run"},
+	{OutcomesResolved, outcomesResolved, func(a *Accounts) bool {
+		return len(a.Calls) > 0 && a.has(sideeffects.KindCallStarted, sideeffects.KindCharge)
+	}, "no call recorded: the client neither wrote a history of its calls nor sent one across the wire"},
+}
+
 // Judge checks the fault_hit assumption and every invariant, and computes
-// the figures. The verdict is inconclusive when the assumption does not
-// hold, whatever the invariants say (they are still reported); otherwise it
-// is fail when some invariant is violated and pass when none is.
+// the figures.
+//
+// Each invariant is judged on every account that holds something for it:
+// the ledger's, and the one derived from the wire when a wire record
+// exists. One that neither holds anything for is not judged, never held.
+// When both judge it, the ledger's result stands and a disagreement of the
+// wire's is reported with it (a defect of one account or the other, to be
+// fixed, not averaged away).
+//
+// The verdict is inconclusive when the assumption does not hold, whatever
+// the invariants say (they are still reported), or when no invariant could
+// be judged; otherwise it is fail when some invariant is violated and pass
+// when none is. Figures come from the ledger's account, or the wire's when
+// the ledger holds nothing.
 func Judge(in Input) Verdict {
-	acc := Account(in.Ledger, in.History, nil)
+	ledger := Account(in.Ledger, in.History, in.Ops)
+	var fromWire *Accounts
+	if len(in.Wire) > 0 {
+		w := Account(ledgerFromWire(in.Wire, in.Ops, serverKills(in.Faults)), in.History, in.Ops)
+		w.Source = SourceWire
+		fromWire = &w
+	}
+	primary := &ledger
+	if len(in.Ledger) == 0 && fromWire != nil {
+		primary = fromWire
+	}
 	order := timeOrder(in.History)
 	v := Verdict{
 		Violations:  []string{},
-		Assumptions: []Result{faultHit(in, order, acc.Calls)},
-		Invariants: []Result{
-			noDuplicates(&acc),
-			noSilentLoss(&acc),
-			noFork(&acc),
-			noOrphans(&acc),
-			outcomesResolved(&acc),
-		},
-		Figures: figures(in, order, &acc),
+		Assumptions: []Result{faultHit(in, order, primary.Calls)},
+		Figures:     figures(in, order, primary),
 	}
-	for _, r := range v.Invariants {
-		if !r.Held() {
+	judged := 0
+	for _, inv := range invariants {
+		r := judgeOn(inv, &ledger, fromWire)
+		v.Invariants = append(v.Invariants, r)
+		switch {
+		case r.Status == NotJudged:
+		case !r.Held():
+			judged++
 			v.Violations = append(v.Violations, r.ID)
+		default:
+			judged++
 		}
 	}
 	switch {
-	case !v.Assumptions[0].Held():
+	case !v.Assumptions[0].Held() || judged == 0:
 		v.Verdict = Inconclusive
 	case len(v.Violations) > 0:
 		v.Verdict = Fail
@@ -56,4 +128,45 @@ func Judge(in Input) Verdict {
 		v.Verdict = Pass
 	}
 	return v
+}
+
+// judgeOn judges one invariant on the accounts able to, as [Judge] says.
+func judgeOn(inv invariant, ledger, fromWire *Accounts) Result {
+	byLedger := inv.able(ledger)
+	byWire := fromWire != nil && inv.able(fromWire)
+	switch {
+	case byLedger && byWire:
+		r, w := inv.judge(ledger), inv.judge(fromWire)
+		r.Account = AccountBoth
+		if r.Status != w.Status {
+			r.Disagreement = fmt.Sprintf("the wire's account says %s: %s", w.Status, w.Summary)
+		}
+		return r
+	case byLedger:
+		r := inv.judge(ledger)
+		r.Account = AccountLedger
+		return r
+	case byWire:
+		r := inv.judge(fromWire)
+		r.Account = AccountWire
+		return r
+	}
+	if inv.id == OutcomesResolved && len(ledger.Calls) > 0 {
+		r := inv.judge(ledger)
+		r.Account = AccountHistory
+		return r
+	}
+	return Result{ID: inv.id, Status: NotJudged, Summary: inv.nothing}
+}
+
+// serverKills is when the fault log restarted or crashed the server, on the
+// run's clock.
+func serverKills(entries []faults.Entry) []int64 {
+	var out []int64
+	for _, e := range entries {
+		if (e.Kind == faults.KindRestart || e.Kind == faults.KindCrash) && e.Target == "server" && e.Error == "" {
+			out = append(out, e.StartUS)
+		}
+	}
+	return out
 }

@@ -3,9 +3,14 @@ package check
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
 // SourceWire is the Source of the ledger records the checker derives from
@@ -30,7 +35,7 @@ type Op struct {
 // DefaultOps are the built-in tools' ops: a charge is the operation of its
 // order_id, and is idempotent only when it carries an idempotency_key (see
 // [Ops.Idempotent]); chatty only emits events.
-var DefaultOps = []Op{
+var DefaultOps = Ops{
 	{Tool: mcpwire.ToolCharge, Key: "order_id"},
 	{Tool: mcpwire.ToolChatty, Idempotent: true},
 }
@@ -77,6 +82,54 @@ func (o Ops) Idempotent(tool string, args json.RawMessage) bool {
 		return ok && k != ""
 	}
 	return op.Idempotent
+}
+
+// WorkloadFile is the workload an experiment's clients were handed, as JSON
+// (a workload.Template), in its result folder: the checker reads the ops of
+// its calls from it.
+const WorkloadFile = "workload.json"
+
+// OpsOf returns the ops a workload's calls state: each call's key and
+// idempotence, with the built-in tools' defaults where a call states none.
+// The first call of a tool decides for it.
+func OpsOf(t workload.Template) Ops {
+	var out Ops
+	seen := map[string]bool{}
+	for _, c := range t.Calls {
+		if seen[c.Tool] {
+			continue
+		}
+		seen[c.Tool] = true
+		op, known := DefaultOps.find(c.Tool)
+		if !known {
+			op = Op{Tool: c.Tool}
+		}
+		if c.Key != "" {
+			op.Key = c.Key
+		}
+		if c.Idempotent != nil {
+			op.Idempotent = *c.Idempotent
+		}
+		out = append(out, op)
+	}
+	return out
+}
+
+// loadOps reads the ops of workload.json; an absent file is nil ops (the
+// defaults).
+func loadOps(path string) (Ops, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var t workload.Template
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return OpsOf(t), nil
 }
 
 // lookup reads the value at a dotted path of a JSON object as text: a

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets/history"
 )
 
@@ -34,7 +35,9 @@ type Timings struct {
 
 // LoadRun reads an experiment's result folder into the input it was judged
 // on: history.jsonl and ledger.jsonl (required), faults.jsonl (absent means
-// no fault was injected) and the timings. Timings come from timings.json,
+// no fault was injected), wire.jsonl (absent for a run recorded without the
+// wire observer), the workload's ops from workload.json (absent: the
+// built-in tools' [DefaultOps]) and the timings. Timings come from timings.json,
 // else from the wall_ms and scheduled_ms figures of verdict.json, else are
 // zero. Judging the result gives the verdict.json the run wrote.
 func LoadRun(dir string) (Input, error) {
@@ -48,6 +51,13 @@ func LoadRun(dir string) (Input, error) {
 	}
 	in.Faults, err = faults.LoadLog(filepath.Join(dir, FaultsFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Input{}, fmt.Errorf("load run: %w", err)
+	}
+	in.Wire, err = wire.Load(filepath.Join(dir, wire.File))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Input{}, fmt.Errorf("load run: %w", err)
+	}
+	if in.Ops, err = loadOps(filepath.Join(dir, WorkloadFile)); err != nil {
 		return Input{}, fmt.Errorf("load run: %w", err)
 	}
 	t, err := loadTimings(dir)
@@ -95,6 +105,11 @@ func SaveRun(dir string, in Input) error {
 	}
 	if err := saveFaults(filepath.Join(dir, FaultsFile), in.Faults); err != nil {
 		return fmt.Errorf("save run: %w", err)
+	}
+	if len(in.Wire) > 0 {
+		if err := wire.Save(filepath.Join(dir, wire.File), in.Wire); err != nil {
+			return fmt.Errorf("save run: %w", err)
+		}
 	}
 	if err := SaveTimings(dir, in.Wall, in.Scheduled); err != nil {
 		return fmt.Errorf("save run: %w", err)

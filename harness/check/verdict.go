@@ -19,6 +19,9 @@ const (
 const (
 	Held     = "held"
 	Violated = "violated"
+	// NotJudged is the status of an invariant no account held anything
+	// for: it is neither held nor violated.
+	NotJudged = "not_judged"
 )
 
 // The assumption and invariant ids. They are stable: experiment files, JSON
@@ -62,8 +65,14 @@ type Verdict struct {
 // Result is the outcome of one assumption or invariant.
 type Result struct {
 	ID      string `json:"id"`
-	Status  string `json:"status"` // held | violated
+	Status  string `json:"status"` // held | violated | not_judged
 	Summary string `json:"summary"`
+	// Account says which account judged an invariant (ledger, wire or
+	// both); empty for an assumption and for an invariant not judged.
+	Account string `json:"account,omitempty"`
+	// Disagreement is what the wire's account said of an invariant both
+	// accounts judged, when it differs from the ledger's.
+	Disagreement string `json:"disagreement,omitempty"`
 	// Evidence names the records that prove the status, such as
 	// "ledger n=12: ..." or "history line 34: ...", at most MaxEvidence.
 	Evidence []string `json:"evidence,omitempty"`

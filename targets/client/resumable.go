@@ -306,7 +306,7 @@ func (r *resumable) gap(s *stream, g *Gap) error {
 func (r *resumable) sessionGone(s *stream) (bool, error) {
 	r.dropSession("status_404")
 	r.cur.Session, r.cur.Protocol = "", ""
-	if s.call.Idempotent() {
+	if s.call.IsIdempotent() {
 		return true, r.save()
 	}
 	return false, r.settle(s, unknownOutcome("session lost (404) with the call in flight; not invoking a non-idempotent call again"))

@@ -26,6 +26,13 @@ type Call struct {
 	Tool     string         `json:"tool"`
 	Args     map[string]any `json:"args,omitempty"`
 	Duration time.Duration  `json:"duration"`
+	// Key is the argument path (dot-separated) that tells one logical
+	// operation of the tool from another; empty: the whole arguments (for
+	// charge, its order_id).
+	Key string `json:"key,omitempty"`
+	// Idempotent says whether invoking the call again is harmless; nil
+	// leaves it to the tool (see [Call.IsIdempotent]).
+	Idempotent *bool `json:"idempotent,omitempty"`
 }
 
 // OrderID is the call's order id: args.order_id if set, otherwise the call
@@ -38,11 +45,19 @@ func (c Call) OrderID() string {
 	return c.ID
 }
 
-// Idempotent reports whether repeating the call is harmless: chatty is, and
-// charge is when it carries an idempotency key.
-func (c Call) Idempotent() bool {
-	if c.Tool != mcpwire.ToolCharge {
+// IsIdempotent reports whether repeating the call is harmless: as the call
+// says when it says, else chatty is, charge is when it carries an
+// idempotency key, and any other tool is not.
+func (c Call) IsIdempotent() bool {
+	if c.Idempotent != nil {
+		return *c.Idempotent
+	}
+	switch c.Tool {
+	case mcpwire.ToolChatty:
 		return true
+	case mcpwire.ToolCharge:
+	default:
+		return false
 	}
 	k, _ := c.Args["idempotency_key"].(string)
 	return k != ""

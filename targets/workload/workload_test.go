@@ -42,9 +42,9 @@ func TestArguments(t *testing.T) {
 }
 
 func TestIdempotent(t *testing.T) {
-	assert.False(t, Call{Tool: "charge"}.Idempotent())
-	assert.True(t, Call{Tool: "charge", Args: map[string]any{"idempotency_key": "k"}}.Idempotent())
-	assert.True(t, Call{Tool: "chatty"}.Idempotent())
+	assert.False(t, Call{Tool: "charge"}.IsIdempotent())
+	assert.True(t, Call{Tool: "charge", Args: map[string]any{"idempotency_key": "k"}}.IsIdempotent())
+	assert.True(t, Call{Tool: "chatty"}.IsIdempotent())
 }
 
 func TestPlanRoundTrip(t *testing.T) {

@@ -1,0 +1,374 @@
+package check
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+
+	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
+)
+
+// Reading the server edge of the wire as a ledger.
+//
+// What crossed the server edge is what reached the server and what it sent,
+// so it tells most of what an instrumented server writes in its ledger, for a
+// server that writes nothing: [ledgerFromWire] derives those records, and
+// the same accounting as for a real ledger judges them. Each derived record
+// has Source "wire" and N set to the wire line it comes from, so evidence
+// points at wire.jsonl.
+//
+// The derivation, record by record:
+//
+//   - session_opened: a 2xx answer to initialize carrying Mcp-Session-Id,
+//     for the client named in the initialize request.
+//   - session_closed: a 2xx answer to DELETE (deleted), a 404 answer to a
+//     request on the session (gone: the server says it no longer knows it),
+//     or an SSE event of type close (terminated).
+//   - call_started: a tools/call request, once the server did not refuse it
+//     (an answer of 400 or more, or a JSON-RPC error, means the tool never
+//     ran, and nothing of the call is derived).
+//   - charge: a call_started of an operation that is not idempotent
+//     ([Ops.Idempotent]): the wire cannot see money move, but it sees a side
+//     effect invoked, and an operation invoked twice at the server is a
+//     duplicate side effect as far as anyone outside the server can tell.
+//   - event_emitted: a notifications/progress event, with its event id and
+//     its progress number as seq. Events the server emitted while no
+//     connection carried its stream never cross the edge; when a call's
+//     progress numbers are whole, those it skipped are derived too, with
+//     event id 0 (placed by seq alone, as for an SDK server's ledger): up to
+//     the total when the call's result crossed the edge, else up to the
+//     highest number seen.
+//   - result_written: the response to a tools/call, with its event id (0 for
+//     a JSON answer). A call whose result never crossed the edge, on a server
+//     that was not restarted or crashed after the call began, still produced
+//     one into its stream (a tool keeps running when its connection drops):
+//     it is derived at the end of the run with event id 0, and nobody read
+//     it unless a client resumed the stream and got it.
+//
+// Progress events and results are tied to their call through the request's
+// progress token (or its id, which servers use when there is none), the
+// response id, and for a GET resumed with Last-Event-ID, the call the event
+// id belonged to when it was first sent.
+
+// derivedLedger is the state of one pass over the server edge.
+type derivedLedger struct {
+	ops   Ops
+	kills []int64 // when the server was restarted or crashed, on the run clock
+
+	out       []sideeffects.Record
+	exchanges map[exchangeKey]*exchange
+	clientOf  map[string]string            // session to client
+	tokens    map[string]map[string]string // session to progress token to request id
+	streamOf  map[string]map[string]string // session to event id to request id
+	calls     map[StreamKey]*wireCall
+	order     []StreamKey
+	closed    map[string]bool
+	lastN     int64
+	lastUS    int64
+}
+
+type exchangeKey struct {
+	conn, x int64
+}
+
+// exchange is one HTTP request on the server edge and what it is about.
+type exchange struct {
+	method  string
+	session string
+	init    string   // the client name of an initialize request
+	calls   []string // request ids of the tools/call requests in the body
+	stream  string   // the request id whose stream a GET resumes
+}
+
+// wireCall is one tools/call that reached the server.
+type wireCall struct {
+	key       StreamKey
+	client    string
+	tool      string
+	op        string
+	idem      bool
+	startN    int64
+	startUS   int64
+	refused   bool
+	result    bool
+	seqs      []int64 // whole progress numbers seen
+	total     int64
+	fractions bool // some progress number was not a whole number
+	revealN   int64
+}
+
+func ledgerFromWire(recs []wire.Record, ops Ops, kills []int64) []sideeffects.Record {
+	d := &derivedLedger{
+		ops: ops, kills: kills, exchanges: map[exchangeKey]*exchange{}, clientOf: map[string]string{},
+		tokens: map[string]map[string]string{}, streamOf: map[string]map[string]string{},
+		calls: map[StreamKey]*wireCall{}, closed: map[string]bool{},
+	}
+	for i := range recs {
+		r := &recs[i]
+		if r.Edge != wire.EdgeServer {
+			continue
+		}
+		d.lastN, d.lastUS = max(d.lastN, r.N), max(d.lastUS, r.TUS)
+		switch r.Kind {
+		case wire.KindRequest:
+			d.request(r)
+		case wire.KindResponse:
+			d.response(r)
+		case wire.KindEvent:
+			d.event(r)
+		}
+	}
+	d.settle()
+	slices.SortStableFunc(d.out, func(a, b sideeffects.Record) int { return cmp.Compare(a.N, b.N) })
+	return d.out
+}
+
+func (d *derivedLedger) add(r *wire.Record, rec sideeffects.Record) {
+	rec.ID = fmt.Sprintf("wire-%d-%d", r.N, len(d.out))
+	rec.N, rec.TUS, rec.Source = r.N, r.TUS, SourceWire
+	d.out = append(d.out, rec)
+}
+
+func (d *derivedLedger) request(r *wire.Record) {
+	x := &exchange{method: r.Method}
+	if r.Header != nil {
+		x.session = r.Header.SessionID
+	}
+	d.exchanges[exchangeKey{r.Conn, r.Exchange}] = x
+	if r.Method == http.MethodGet && r.Header != nil && r.Header.LastEventID != "" {
+		x.stream = d.streamOf[x.session][r.Header.LastEventID]
+	}
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		switch {
+		case m.Method == mcpwire.MethodInitialize && m.IsRequest():
+			x.init = m.ClientName
+		case m.Method == mcpwire.MethodToolsCall && m.IsRequest():
+			x.calls = append(x.calls, m.ID)
+			d.startCall(r, x, m)
+		}
+	}
+	if x.stream == "" && len(x.calls) > 0 {
+		x.stream = x.calls[0]
+	}
+}
+
+func (d *derivedLedger) startCall(r *wire.Record, x *exchange, m *wire.Message) {
+	key := StreamKey{Session: x.session, RequestID: m.ID}
+	client := cmp.Or(d.clientOf[x.session], m.ClientName)
+	c := &wireCall{key: key, client: client, tool: m.Tool, op: d.ops.Key(m.Tool, m.Args, m.ArgsDigest),
+		idem: d.ops.Idempotent(m.Tool, m.Args), startN: r.N, startUS: r.TUS}
+	if _, seen := d.calls[key]; !seen {
+		d.order = append(d.order, key)
+	}
+	d.calls[key] = c
+	token := cmp.Or(m.ProgressToken, m.ID)
+	if d.tokens[x.session] == nil {
+		d.tokens[x.session] = map[string]string{}
+	}
+	d.tokens[x.session][token] = m.ID
+}
+
+func (d *derivedLedger) response(r *wire.Record) {
+	x := d.exchanges[exchangeKey{r.Conn, r.Exchange}]
+	if x == nil {
+		return
+	}
+	switch {
+	case r.Status >= 400:
+		for _, id := range x.calls {
+			d.refuse(StreamKey{Session: x.session, RequestID: id})
+		}
+		if r.Status == http.StatusNotFound && x.session != "" {
+			d.closeSession(r, x.session, "gone")
+		}
+		return
+	case x.method == http.MethodDelete && r.Status < 300 && x.session != "":
+		d.closeSession(r, x.session, "deleted")
+		return
+	}
+	if x.init != "" || (r.Header != nil && r.Header.SessionID != "" && x.session == "") {
+		d.openSession(r, x)
+	}
+	for i := range r.Messages {
+		d.answer(r, x, &r.Messages[i], 0)
+	}
+}
+
+func (d *derivedLedger) openSession(r *wire.Record, x *exchange) {
+	if r.Header == nil || r.Header.SessionID == "" || r.Status >= 300 {
+		return
+	}
+	id := r.Header.SessionID
+	if _, seen := d.clientOf[id]; seen {
+		return
+	}
+	d.clientOf[id] = x.init
+	protocol := ""
+	for _, m := range r.Messages {
+		protocol = cmp.Or(protocol, m.Protocol)
+	}
+	d.add(r, sideeffects.Record{Kind: sideeffects.KindSessionOpened, Session: id, Client: x.init, Detail: protocol})
+}
+
+func (d *derivedLedger) closeSession(r *wire.Record, session, reason string) {
+	if d.closed[session] {
+		return
+	}
+	d.closed[session] = true
+	d.add(r, sideeffects.Record{Kind: sideeffects.KindSessionClosed, Session: session, Client: d.clientOf[session], Reason: reason})
+}
+
+// refuse marks a call the server turned away: it never ran.
+func (d *derivedLedger) refuse(key StreamKey) {
+	if c := d.calls[key]; c != nil && !c.result {
+		c.refused = true
+	}
+}
+
+// answer handles a response message on exchange x, sent as the SSE event
+// with id eventID (0 for a JSON body).
+func (d *derivedLedger) answer(r *wire.Record, x *exchange, m *wire.Message, eventID int64) {
+	if !m.Response {
+		return
+	}
+	c := d.calls[StreamKey{Session: x.session, RequestID: m.ID}]
+	if c == nil || c.result {
+		return
+	}
+	if m.IsError && m.ErrorCode != 0 { // a JSON-RPC error: the tool never ran
+		c.refused = true
+		return
+	}
+	c.result, c.revealN = true, r.N
+	d.add(r, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: x.session, Client: c.client,
+		RequestID: m.ID, Tool: c.tool, OrderID: c.op, Stream: streamLabel(x), EventID: eventID, IsError: m.IsError})
+}
+
+func streamLabel(x *exchange) string {
+	if x.method == http.MethodGet {
+		return "get"
+	}
+	return "post"
+}
+
+func (d *derivedLedger) event(r *wire.Record) {
+	x := d.exchanges[exchangeKey{r.Conn, r.Exchange}]
+	if x == nil {
+		return
+	}
+	if r.EventType == mcpwire.EventClose && x.session != "" {
+		d.closeSession(r, x.session, "terminated")
+		return
+	}
+	id := mcpwire.EventNumber(r.EventID)
+	owner := x.stream
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		switch {
+		case m.Response:
+			owner = m.ID
+			d.answer(r, x, m, id)
+		case m.Method == mcpwire.MethodProgress:
+			if req := d.tokens[x.session][m.ProgressToken]; req != "" {
+				owner = req
+			}
+			d.progress(r, x, owner, m, id)
+		}
+	}
+	if r.EventID != "" && owner != "" {
+		if d.streamOf[x.session] == nil {
+			d.streamOf[x.session] = map[string]string{}
+		}
+		if _, seen := d.streamOf[x.session][r.EventID]; !seen {
+			d.streamOf[x.session][r.EventID] = owner
+		}
+	}
+}
+
+func (d *derivedLedger) progress(r *wire.Record, x *exchange, owner string, m *wire.Message, eventID int64) {
+	c := d.calls[StreamKey{Session: x.session, RequestID: owner}]
+	if c == nil || m.Progress == nil {
+		return
+	}
+	p := *m.Progress
+	if m.Total != nil {
+		c.total = max(c.total, int64(*m.Total))
+	}
+	if p < 1 || p != math.Trunc(p) || p > math.MaxInt32 {
+		c.fractions = true
+		return
+	}
+	seq := int64(p)
+	c.seqs = append(c.seqs, seq)
+	c.revealN = r.N
+	d.add(r, sideeffects.Record{Kind: sideeffects.KindEventEmitted, Session: x.session, Client: c.client,
+		RequestID: owner, Tool: c.tool, Stream: streamLabel(x), EventID: eventID, Seq: seq})
+}
+
+// settle derives, once the whole edge is read, the call records that depend
+// on how each call ended: call_started and charge for calls the server did
+// not refuse, the events a call skipped, and the results that never crossed.
+func (d *derivedLedger) settle() {
+	for _, key := range d.order {
+		c := d.calls[key]
+		if c.refused {
+			d.drop(key)
+			continue
+		}
+		start := &wire.Record{N: c.startN, TUS: c.startUS}
+		d.add(start, sideeffects.Record{Kind: sideeffects.KindCallStarted, Session: key.Session, Client: c.client,
+			RequestID: key.RequestID, Tool: c.tool, OrderID: c.op})
+		if !c.idem {
+			d.add(start, sideeffects.Record{Kind: sideeffects.KindCharge, Session: key.Session, Client: c.client,
+				RequestID: key.RequestID, Tool: c.tool, OrderID: c.op, AmountCents: 1, Detail: "invoked at the server"})
+		}
+		d.skipped(c)
+		if !c.result && !d.killedAfter(c.startUS) {
+			end := &wire.Record{N: d.lastN + 1, TUS: d.lastUS + 1}
+			d.add(end, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: key.Session, Client: c.client,
+				RequestID: key.RequestID, Tool: c.tool, OrderID: c.op,
+				Detail: "derived: the call reached the server and its result never crossed the server edge"})
+		}
+	}
+}
+
+// drop removes what was derived of a call the server refused.
+func (d *derivedLedger) drop(key StreamKey) {
+	d.out = slices.DeleteFunc(d.out, func(r sideeffects.Record) bool {
+		return r.Session == key.Session && r.RequestID == key.RequestID &&
+			(r.Kind == sideeffects.KindEventEmitted || r.Kind == sideeffects.KindResultWritten)
+	})
+}
+
+// skipped derives the progress events of c the edge never carried.
+func (d *derivedLedger) skipped(c *wireCall) {
+	if c.fractions || len(c.seqs) == 0 && !c.result {
+		return
+	}
+	top := slices.Max(append([]int64{0}, c.seqs...))
+	if c.result && c.total > top {
+		top = c.total
+	}
+	seen := map[int64]bool{}
+	for _, s := range c.seqs {
+		seen[s] = true
+	}
+	at := &wire.Record{N: c.revealN, TUS: c.startUS}
+	for s := int64(1); s <= top; s++ {
+		if !seen[s] {
+			d.add(at, sideeffects.Record{Kind: sideeffects.KindEventEmitted, Session: c.key.Session, Client: c.client,
+				RequestID: c.key.RequestID, Tool: c.tool, Seq: s, Detail: "derived: a progress number the server edge skipped"})
+		}
+	}
+}
+
+// killedAfter reports whether the server was restarted or crashed at or
+// after us: a call running then may have died with the process.
+func (d *derivedLedger) killedAfter(us int64) bool {
+	return slices.ContainsFunc(d.kills, func(k int64) bool { return k >= us })
+}

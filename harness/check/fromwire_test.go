@@ -1,0 +1,229 @@
+package check
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/targets/history"
+)
+
+// wireLog builds the server edge of a hand-written wire record, numbering
+// lines and exchanges.
+type wireLog struct {
+	recs []wire.Record
+	conn int64
+	now  int64
+}
+
+func (w *wireLog) at(sec float64) *wireLog {
+	w.now = int64(sec * 1e6)
+	return w
+}
+
+func (w *wireLog) add(r wire.Record) *wireLog {
+	r.N, r.TUS, r.Edge = int64(len(w.recs)+1), w.now, wire.EdgeServer
+	w.recs = append(w.recs, r)
+	return w
+}
+
+// post opens a connection carrying one POST of msg on session.
+func (w *wireLog) post(session string, msg wire.Message) *wireLog {
+	w.conn++
+	return w.add(wire.Record{Kind: wire.KindRequest, Conn: w.conn, Exchange: 1, Method: "POST", Path: "/mcp",
+		Header: &wire.Header{SessionID: session}, Messages: []wire.Message{msg}})
+}
+
+func (w *wireLog) get(session, lastEventID string) *wireLog {
+	w.conn++
+	return w.add(wire.Record{Kind: wire.KindRequest, Conn: w.conn, Exchange: 1, Method: "GET", Path: "/mcp",
+		Header: &wire.Header{SessionID: session, LastEventID: lastEventID}})
+}
+
+// answer answers the last connection's request with status, a session id
+// header and an SSE or JSON body.
+func (w *wireLog) answer(status int, session string, sse bool, msgs ...wire.Message) *wireLog {
+	ct := "application/json"
+	if sse {
+		ct = "text/event-stream"
+	}
+	return w.add(wire.Record{Kind: wire.KindResponse, Conn: w.conn, Exchange: 1, Status: status,
+		Header: &wire.Header{SessionID: session, ContentType: ct}, Messages: msgs})
+}
+
+func (w *wireLog) event(id string, msgs ...wire.Message) *wireLog {
+	return w.add(wire.Record{Kind: wire.KindEvent, Conn: w.conn, Exchange: 1, EventID: id, Priming: len(msgs) == 0, Messages: msgs})
+}
+
+func (w *wireLog) cut() *wireLog {
+	return w.add(wire.Record{Kind: wire.KindClose, Conn: w.conn, End: wire.EndRST, By: wire.SideClient})
+}
+
+func initialize(client string) wire.Message {
+	return wire.Message{ID: "1", Method: "initialize", ClientName: client, Protocol: "2025-11-25"}
+}
+
+func toolsCall(id, tool, args string) wire.Message {
+	return wire.Message{ID: id, Method: "tools/call", Tool: tool, Args: json.RawMessage(args), ArgsDigest: "d-" + args, ProgressToken: id}
+}
+
+func result(id string, isError bool) wire.Message {
+	return wire.Message{ID: id, Response: true, IsError: isError}
+}
+
+func progress(token string, p, total float64) wire.Message {
+	return wire.Message{Method: "notifications/progress", ProgressToken: token, Progress: &p, Total: &total}
+}
+
+// doubleChargeWire is the server edge of the double-charge incident: the
+// first charge is cut 60 s in and its result never crosses the edge; the
+// client initializes again and charges again.
+func doubleChargeWire() []wire.Record {
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", true).event("1", result("1", false))
+	w.at(0.1).post("sA", toolsCall("2", "charge", `{"order_id":"pay-1","amount_cents":4999}`)).answer(200, "", true).event("3")
+	w.at(60.1).cut()
+	w.at(60.2).post("", initialize("c1")).answer(200, "sB", true).event("1", result("1", false))
+	w.at(60.3).post("sB", toolsCall("2", "charge", `{"order_id":"pay-1","amount_cents":4999}`)).answer(200, "", true).event("1")
+	w.at(150.3).event("2", result("2", false))
+	return w.recs
+}
+
+func TestLedgerFromWireDerivesTheIncident(t *testing.T) {
+	led := ledgerFromWire(doubleChargeWire(), nil, nil)
+	kinds := map[sideeffects.Kind]int{}
+	for _, r := range led {
+		assert.Equal(t, SourceWire, r.Source)
+		assert.NotZero(t, r.N, "every derived record names its wire line")
+		kinds[r.Kind]++
+	}
+	assert.Equal(t, map[sideeffects.Kind]int{
+		sideeffects.KindSessionOpened: 2, sideeffects.KindCallStarted: 2, sideeffects.KindCharge: 2, sideeffects.KindResultWritten: 2,
+	}, kinds, "two sessions, two invocations of one order, one result seen and one derived for the cut call")
+
+	in := doubleChargeNaive()
+	in.Ledger, in.Wire = nil, doubleChargeWire()
+	v := Judge(in)
+	assert.Equal(t, Fail, v.Verdict)
+	assert.Equal(t, []string{NoDuplicateSideEffects, NoSessionFork, NoOrphanedResults, OutcomesResolved}, v.Violations,
+		"the wire alone finds what the ledger finds")
+	for _, r := range v.Invariants {
+		if r.Status != NotJudged {
+			assert.Equal(t, AccountWire, r.Account, r.ID)
+		}
+	}
+	dup, _ := v.Result(NoDuplicateSideEffects)
+	assert.Equal(t, []string{"wire lines 4, 11: order pay-1 charged 2 times"}, dup.Evidence)
+}
+
+func TestBothAccountsAgreeOnTheIncident(t *testing.T) {
+	in := doubleChargeNaive()
+	in.Wire = doubleChargeWire()
+	v := Judge(in)
+	assert.Equal(t, []string{NoDuplicateSideEffects, NoSessionFork, NoOrphanedResults, OutcomesResolved}, v.Violations)
+	for _, r := range v.Invariants {
+		if r.Status == NotJudged {
+			continue
+		}
+		assert.Equal(t, AccountBoth, r.Account, r.ID)
+		assert.Empty(t, r.Disagreement, r.ID)
+	}
+}
+
+func TestADisagreementIsReportedAndFailsTheExpectation(t *testing.T) {
+	in := doubleChargeNaive()
+	w := &wireLog{} // a wire that saw only the second session
+	w.at(60.2).post("", initialize("c1")).answer(200, "sB", true).event("1", result("1", false))
+	w.at(60.3).post("sB", toolsCall("2", "charge", `{"order_id":"pay-1"}`)).answer(200, "", true)
+	w.at(150.3).event("2", result("2", false))
+	in.Wire = w.recs
+	v := Judge(in)
+	dup, _ := v.Result(NoDuplicateSideEffects)
+	assert.Equal(t, Violated, dup.Status, "the ledger's account stands")
+	assert.Contains(t, dup.Disagreement, "the wire's account says held")
+	ok, reasons := Expectation{Verdict: Fail}.Match(v)
+	assert.False(t, ok)
+	assert.Contains(t, reasons[0], "the accounts disagree on no_duplicate_side_effects")
+}
+
+func TestLedgerFromWireFillsSkippedProgress(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", true).event("1", result("1", false))
+	w.at(0.1).post("sA", toolsCall("2", "chatty", `{"events":6}`)).answer(200, "", true).event("3")
+	w.event("4", progress("2", 1, 6)).event("5", progress("2", 2, 6)).cut()
+	w.at(100).get("sA", "5").answer(200, "", true)
+	w.event("9", progress("2", 6, 6)).event("10", result("2", false))
+	led := ledgerFromWire(w.recs, nil, nil)
+	var seqs []int64
+	var ids []int64
+	for _, r := range led {
+		if r.Kind == sideeffects.KindEventEmitted {
+			seqs, ids = append(seqs, r.Seq), append(ids, r.EventID)
+		}
+	}
+	assert.ElementsMatch(t, []int64{1, 2, 6, 3, 4, 5}, seqs, "3, 4 and 5 never crossed the edge, yet the call completed with a total of 6")
+	assert.ElementsMatch(t, []int64{4, 5, 9, 0, 0, 0}, ids, "the skipped ones have no event id: they are placed by seq")
+
+	// The client saw 1, 2 and 6 and no gap: the server resumed it at head
+	// without a word.
+	r := newRun().fault("partition", "proxy", 10, 90)
+	r.at(0).clientStart("c1", "fresh").sessionNew("c1", "sA").invoke("c1", "chat", "chatty", "sA", "2", 1)
+	r.event("c1", "chat", "sA", "2", 4, 1).event("c1", "chat", "sA", "2", 5, 2)
+	r.at(10).broke("c1", "chat", "sA", "2", "reset")
+	r.at(100).reconnect("c1", "chat", "sA", "2", 5, "ok").resume("c1", "chat", "sA", "2", 5)
+	r.event("c1", "chat", "sA", "2", 9, 6).outcome(history.KindOK, "c1", "chat", "sA", "2", 10)
+	r.in.Wire = w.recs
+	v := Judge(r.in)
+	loss, _ := v.Result(NoSilentEventLoss)
+	assert.Equal(t, Violated, loss.Status)
+	assert.Equal(t, AccountWire, loss.Account)
+	assert.Equal(t, int64(3), v.Figures.EventsLostSilent)
+}
+
+func TestLedgerFromWireLeavesOutWhatTheServerRefused(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", true).event("1", result("1", false))
+	w.at(1).post("sA", toolsCall("2", "hello", `{}`)).answer(200, "", false,
+		wire.Message{ID: "2", Response: true, IsError: true, ErrorCode: -32602, ErrorMessage: `unknown tool "hello"`})
+	w.at(2).post("sB", toolsCall("3", "charge", `{"order_id":"x"}`)).answer(404, "", false)
+	led := ledgerFromWire(w.recs, nil, nil)
+	for _, r := range led {
+		assert.NotEqual(t, sideeffects.KindCallStarted, r.Kind, "no call ran: %+v", r)
+		assert.NotEqual(t, sideeffects.KindCharge, r.Kind)
+	}
+}
+
+func TestLedgerFromWireDerivesNoResultForACallTheServerDiedWith(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", true).event("1", result("1", false))
+	w.at(1).post("sA", toolsCall("2", "charge", `{"order_id":"x"}`)).answer(200, "", true).event("3").cut()
+	written := func(kills []int64) int {
+		n := 0
+		for _, r := range ledgerFromWire(w.recs, nil, kills) {
+			if r.Kind == sideeffects.KindResultWritten {
+				n++
+			}
+		}
+		return n
+	}
+	assert.Equal(t, 1, written(nil), "a tool keeps running when its connection drops: its result went somewhere")
+	assert.Equal(t, 0, written([]int64{1_500_000}), "a crash after the call began may have taken it along")
+}
+
+func TestOpsTellOperationsApart(t *testing.T) {
+	ops := Ops{{Tool: "book", Key: "trip.id"}, {Tool: "lookup", Idempotent: true}}
+	assert.Equal(t, "t-1", ops.Key("book", json.RawMessage(`{"trip":{"id":"t-1"},"seat":3}`), "dd"))
+	assert.Equal(t, "book#dd", ops.Key("book", json.RawMessage(`{"seat":3}`), "dd"), "no value at the path: the arguments' digest")
+	assert.Equal(t, "pay-1", ops.Key("charge", json.RawMessage(`{"order_id":"pay-1"}`), "dd"), "the built-in charge keys by order")
+	assert.Equal(t, "lookup#dd", ops.Key("lookup", nil, "dd"))
+	assert.False(t, ops.Idempotent("book", nil))
+	assert.True(t, ops.Idempotent("lookup", nil))
+	assert.False(t, ops.Idempotent("charge", json.RawMessage(`{"order_id":"a"}`)))
+	assert.True(t, ops.Idempotent("charge", json.RawMessage(`{"order_id":"a","idempotency_key":"k"}`)))
+	assert.False(t, ops.Idempotent("unknown", nil), "a tool nobody vouched for is not idempotent")
+	require.True(t, ops.Idempotent("chatty", nil))
+}

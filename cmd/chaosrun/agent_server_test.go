@@ -61,7 +61,7 @@ faults:
   - {kind: idle_timeout, at: 0s, params: {idle: 60s, close: reset}}
 expect:
   verdict: fail
-  violations: [no_duplicate_side_effects]
+  violations: [no_duplicate_side_effects, outcomes_resolved]
   figures: {duplicates: ">=1"}
 `
 
@@ -69,7 +69,7 @@ func TestCommandTargetReproducesTheIncident(t *testing.T) {
 	bin := buildExample(t)
 	code, stdout, stderr, dir := runOne(t, strings.Replace(byoIncident, "BIN", quoted(bin), 1))
 	require.Equal(t, exitMet, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	assert.Contains(t, stdout, "| byo-double-charge | fail | fail | yes | no_duplicate_side_effects | 1 |")
+	assert.Contains(t, stdout, "| byo-double-charge | fail | fail | yes | no_duplicate_side_effects, outcomes_resolved | 1 |")
 	assert.Contains(t, stderr, "command server")
 	assert.Contains(t, stderr, "settling on the ledger's call_started/call_finished records: no server status:",
 		"the example has no /control/status: the runner settles on its ledger records")

@@ -42,7 +42,7 @@ faults:
   - {kind: idle_timeout, at: 0s, params: {idle: 60s, close: reset}}
 expect:
   verdict: fail
-  violations: [no_duplicate_side_effects, no_session_fork, no_orphaned_results]
+  violations: [no_duplicate_side_effects, no_session_fork, no_orphaned_results, outcomes_resolved]
 `
 
 func writeExperiment(t *testing.T, body string) string {
@@ -112,7 +112,7 @@ func TestRunReproducesTheIncidentAndReportRejudgesIt(t *testing.T) {
 	junit := filepath.Join(t.TempDir(), "reports", "junit.xml")
 	code, stdout, stderr := chaosrun(t, "run", "--out", out, "--junit", junit, path)
 	require.Equal(t, exitMet, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	assert.Contains(t, stdout, "| tiny | fail | fail | yes | no_duplicate_side_effects, no_session_fork, no_orphaned_results |")
+	assert.Contains(t, stdout, "| tiny | fail | fail | yes | no_duplicate_side_effects, no_session_fork, no_orphaned_results, outcomes_resolved |")
 	assert.Contains(t, stderr, "fault idle_timeout #0 injected")
 	assert.FileExists(t, junit)
 
@@ -142,7 +142,7 @@ func TestRunReproducesTheIncidentAndReportRejudgesIt(t *testing.T) {
 func TestUnmetExpectationExitsOne(t *testing.T) {
 	path := writeExperiment(t, strings.NewReplacer(
 		"verdict: fail", "verdict: pass",
-		"  violations: [no_duplicate_side_effects, no_session_fork, no_orphaned_results]\n", "",
+		"  violations: [no_duplicate_side_effects, no_session_fork, no_orphaned_results, outcomes_resolved]\n", "",
 	).Replace(validExperiment))
 	code, stdout, stderr := chaosrun(t, "run", "-q", "--out", t.TempDir(), path)
 	assert.Equal(t, exitNotMet, code, stderr)
@@ -233,7 +233,7 @@ scenarios:
 expect:
   cut:
     resumable@reference: {verdict: pass}
-    naive@reference: {verdict: fail, violations: [no_duplicate_side_effects, no_session_fork, no_orphaned_results]}
+    naive@reference: {verdict: fail, violations: [no_duplicate_side_effects, no_session_fork, no_orphaned_results, outcomes_resolved]}
 `
 
 func TestMatrixRunsEveryCellAndPublishesTheTable(t *testing.T) {
@@ -244,7 +244,7 @@ func TestMatrixRunsEveryCellAndPublishesTheTable(t *testing.T) {
 	b, err := os.ReadFile(publish)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "| resumable | pass |")
-	assert.Contains(t, string(b), "| naive | fail: duplicate, fork, orphan |")
+	assert.Contains(t, string(b), "| naive | fail: duplicate, fork, orphan, blind retry or unresolved |")
 
 	code, _, stderr = chaosrun(t, "matrix", writeExperiment(t, strings.Replace(tinyMatrix, "naive@reference", "naive@go-sdk", 1)))
 	assert.Equal(t, exitInvalid, code)

@@ -30,6 +30,7 @@ type Accounts struct {
 	Orphaned     []Orphan                 // results nobody read, by N
 	Calls        []Call                   // in the order of their first invoke
 	kinds        map[sideeffects.Kind]int // ledger records read, by kind
+	lines        historyLines             // how evidence names the history's lines
 	BlindRetries []BlindRetry             // in time order
 	FalseFails   []FalseFail              // calls reported failed whose side effect was committed
 }

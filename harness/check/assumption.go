@@ -34,7 +34,7 @@ const BreakGrace = 5 * time.Second
 // first invoke to its outcome, or to the end of the run if it has none), and
 // that call's client saw its stream break during the call, inside the
 // fault's window or within BreakGrace after it.
-func faultHit(in Input, order []int, calls []Call) Result {
+func faultHit(in Input, order []int, calls []Call, lines historyLines) Result {
 	breaks := breaksByClient(in.History, order)
 	var ev evidence
 	var injected, overlapping, hit int
@@ -49,12 +49,12 @@ func faultHit(in Input, order []int, calls []Call) Result {
 		switch {
 		case b != nil:
 			hit++
-			ev.add("%s hit call %s of %s (history line %d): history line %d %s at %s",
-				describe(f), c.ID, c.Client, c.First, b.line, b.what, seconds(b.tus))
+			ev.add("%s hit call %s of %s (%s): %s %s at %s",
+				describe(f), c.ID, c.Client, lines.many(c.First), lines.many(b.line), b.what, seconds(b.tus))
 		case overlaps > 0:
 			overlapping++
-			ev.add("%s overlapped %s in flight (first: call %s of %s, history line %d), but no client's stream broke during them",
-				describe(f), count(overlaps, "call"), c.ID, c.Client, c.First)
+			ev.add("%s overlapped %s in flight (first: call %s of %s, %s), but no client's stream broke during them",
+				describe(f), count(overlaps, "call"), c.ID, c.Client, lines.many(c.First))
 		default:
 			ev.add("%s overlapped no call in flight", describe(f))
 		}

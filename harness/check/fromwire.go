@@ -59,29 +59,13 @@ type derivedLedger struct {
 	ops   Ops
 	kills []int64 // when the server was restarted or crashed, on the run clock
 
-	out       []sideeffects.Record
-	exchanges map[exchangeKey]*exchange
-	clientOf  map[string]string            // session to client
-	tokens    map[string]map[string]string // session to progress token to request id
-	streamOf  map[string]map[string]string // session to event id to request id
-	calls     map[StreamKey]*wireCall
-	order     []StreamKey
-	closed    map[string]bool
-	lastN     int64
-	lastUS    int64
-}
-
-type exchangeKey struct {
-	conn, x int64
-}
-
-// exchange is one HTTP request on the server edge and what it is about.
-type exchange struct {
-	method  string
-	session string
-	init    string   // the client name of an initialize request
-	calls   []string // request ids of the tools/call requests in the body
-	stream  string   // the request id whose stream a GET resumes
+	edge   *edgeReader
+	out    []sideeffects.Record
+	calls  map[StreamKey]*wireCall
+	order  []StreamKey
+	closed map[string]bool
+	lastN  int64
+	lastUS int64
 }
 
 // wireCall is one tools/call that reached the server.
@@ -103,9 +87,7 @@ type wireCall struct {
 
 func ledgerFromWire(recs []wire.Record, ops Ops, kills []int64) []sideeffects.Record {
 	d := &derivedLedger{
-		ops: ops, kills: kills, exchanges: map[exchangeKey]*exchange{}, clientOf: map[string]string{},
-		tokens: map[string]map[string]string{}, streamOf: map[string]map[string]string{},
-		calls: map[StreamKey]*wireCall{}, closed: map[string]bool{},
+		ops: ops, kills: kills, edge: newEdgeReader(), calls: map[StreamKey]*wireCall{}, closed: map[string]bool{},
 	}
 	for i := range recs {
 		r := &recs[i]
@@ -134,47 +116,21 @@ func (d *derivedLedger) add(r *wire.Record, rec sideeffects.Record) {
 }
 
 func (d *derivedLedger) request(r *wire.Record) {
-	x := &exchange{method: r.Method}
-	if r.Header != nil {
-		x.session = r.Header.SessionID
-	}
-	d.exchanges[exchangeKey{r.Conn, r.Exchange}] = x
-	if r.Method == http.MethodGet && r.Header != nil && r.Header.LastEventID != "" {
-		x.stream = d.streamOf[x.session][r.Header.LastEventID]
-	}
+	x := d.edge.request(r)
 	for i := range r.Messages {
-		m := &r.Messages[i]
-		switch {
-		case m.Method == mcpwire.MethodInitialize && m.IsRequest():
-			x.init = m.ClientName
-		case m.Method == mcpwire.MethodToolsCall && m.IsRequest():
-			x.calls = append(x.calls, m.ID)
-			d.startCall(r, x, m)
+		if m := &r.Messages[i]; m.Method == mcpwire.MethodToolsCall && m.IsRequest() {
+			key := StreamKey{Session: x.session, RequestID: m.ID}
+			if _, seen := d.calls[key]; !seen {
+				d.order = append(d.order, key)
+			}
+			d.calls[key] = &wireCall{key: key, client: d.edge.client(x), tool: m.Tool, op: d.ops.Key(m.Tool, m.Args, m.ArgsDigest),
+				idem: d.ops.Idempotent(m.Tool, m.Args), startN: r.N, startUS: r.TUS}
 		}
 	}
-	if x.stream == "" && len(x.calls) > 0 {
-		x.stream = x.calls[0]
-	}
-}
-
-func (d *derivedLedger) startCall(r *wire.Record, x *exchange, m *wire.Message) {
-	key := StreamKey{Session: x.session, RequestID: m.ID}
-	client := cmp.Or(d.clientOf[x.session], m.ClientName)
-	c := &wireCall{key: key, client: client, tool: m.Tool, op: d.ops.Key(m.Tool, m.Args, m.ArgsDigest),
-		idem: d.ops.Idempotent(m.Tool, m.Args), startN: r.N, startUS: r.TUS}
-	if _, seen := d.calls[key]; !seen {
-		d.order = append(d.order, key)
-	}
-	d.calls[key] = c
-	token := cmp.Or(m.ProgressToken, m.ID)
-	if d.tokens[x.session] == nil {
-		d.tokens[x.session] = map[string]string{}
-	}
-	d.tokens[x.session][token] = m.ID
 }
 
 func (d *derivedLedger) response(r *wire.Record) {
-	x := d.exchanges[exchangeKey{r.Conn, r.Exchange}]
+	x := d.edge.exchange(r)
 	if x == nil {
 		return
 	}
@@ -191,28 +147,16 @@ func (d *derivedLedger) response(r *wire.Record) {
 		d.closeSession(r, x.session, "deleted")
 		return
 	}
-	if x.init != "" || (r.Header != nil && r.Header.SessionID != "" && x.session == "") {
-		d.openSession(r, x)
+	if id, ok := d.edge.opened(r, x); ok {
+		protocol := ""
+		for _, m := range r.Messages {
+			protocol = cmp.Or(protocol, m.Protocol)
+		}
+		d.add(r, sideeffects.Record{Kind: sideeffects.KindSessionOpened, Session: id, Client: x.init, Detail: protocol})
 	}
 	for i := range r.Messages {
 		d.answer(r, x, &r.Messages[i], 0)
 	}
-}
-
-func (d *derivedLedger) openSession(r *wire.Record, x *exchange) {
-	if r.Header == nil || r.Header.SessionID == "" || r.Status >= 300 {
-		return
-	}
-	id := r.Header.SessionID
-	if _, seen := d.clientOf[id]; seen {
-		return
-	}
-	d.clientOf[id] = x.init
-	protocol := ""
-	for _, m := range r.Messages {
-		protocol = cmp.Or(protocol, m.Protocol)
-	}
-	d.add(r, sideeffects.Record{Kind: sideeffects.KindSessionOpened, Session: id, Client: x.init, Detail: protocol})
 }
 
 func (d *derivedLedger) closeSession(r *wire.Record, session, reason string) {
@@ -220,7 +164,7 @@ func (d *derivedLedger) closeSession(r *wire.Record, session, reason string) {
 		return
 	}
 	d.closed[session] = true
-	d.add(r, sideeffects.Record{Kind: sideeffects.KindSessionClosed, Session: session, Client: d.clientOf[session], Reason: reason})
+	d.add(r, sideeffects.Record{Kind: sideeffects.KindSessionClosed, Session: session, Client: d.edge.clientOf[session], Reason: reason})
 }
 
 // refuse marks a call the server turned away: it never ran.
@@ -249,15 +193,8 @@ func (d *derivedLedger) answer(r *wire.Record, x *exchange, m *wire.Message, eve
 		RequestID: m.ID, Tool: c.tool, OrderID: c.op, Stream: streamLabel(x), EventID: eventID, IsError: m.IsError})
 }
 
-func streamLabel(x *exchange) string {
-	if x.method == http.MethodGet {
-		return "get"
-	}
-	return "post"
-}
-
 func (d *derivedLedger) event(r *wire.Record) {
-	x := d.exchanges[exchangeKey{r.Conn, r.Exchange}]
+	x := d.edge.exchange(r)
 	if x == nil {
 		return
 	}
@@ -269,25 +206,15 @@ func (d *derivedLedger) event(r *wire.Record) {
 	owner := x.stream
 	for i := range r.Messages {
 		m := &r.Messages[i]
+		owner = d.edge.owner(x, m)
 		switch {
 		case m.Response:
-			owner = m.ID
 			d.answer(r, x, m, id)
 		case m.Method == mcpwire.MethodProgress:
-			if req := d.tokens[x.session][m.ProgressToken]; req != "" {
-				owner = req
-			}
 			d.progress(r, x, owner, m, id)
 		}
 	}
-	if r.EventID != "" && owner != "" {
-		if d.streamOf[x.session] == nil {
-			d.streamOf[x.session] = map[string]string{}
-		}
-		if _, seen := d.streamOf[x.session][r.EventID]; !seen {
-			d.streamOf[x.session][r.EventID] = owner
-		}
-	}
+	d.edge.noteEvent(x, r.EventID, owner)
 }
 
 func (d *derivedLedger) progress(r *wire.Record, x *exchange, owner string, m *wire.Message, eventID int64) {

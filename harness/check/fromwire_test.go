@@ -227,3 +227,67 @@ func TestOpsTellOperationsApart(t *testing.T) {
 	assert.False(t, ops.Idempotent("unknown", nil), "a tool nobody vouched for is not idempotent")
 	require.True(t, ops.Idempotent("chatty", nil))
 }
+
+// mirrored is a wire record in which the client edge saw what the server
+// edge did (nothing the proxy answered itself, nothing it held back), with
+// the closes as the client saw them: by the proxy, for the server's side.
+func mirrored(server []wire.Record) []wire.Record {
+	var out []wire.Record
+	for _, r := range server {
+		c := r
+		c.Edge = wire.EdgeClient
+		if c.Kind == wire.KindClose {
+			c.By = wire.SideServer
+		}
+		out = append(out, r, c)
+	}
+	for i := range out {
+		out[i].N = int64(i + 1)
+	}
+	return out
+}
+
+func TestHistoryFromWireJudgesAClientOfTheUsersOwn(t *testing.T) {
+	in := Input{Wire: mirrored(doubleChargeWire())}
+	in.Faults = doubleChargeNaive().Faults
+	hist, lines := historyFromWire(in.Wire, nil)
+	var kinds []history.Kind
+	for _, h := range hist {
+		kinds = append(kinds, h.Kind)
+	}
+	assert.Equal(t, []history.Kind{history.KindSessionNew, history.KindInvoke, history.KindStreamBreak,
+		history.KindSessionNew, history.KindInvoke, history.KindOK}, kinds)
+	assert.Equal(t, 2, hist[4].Attempt, "a second invoke of the same operation is its second attempt")
+	assert.Equal(t, "pay-1", hist[4].Call)
+	require.Len(t, lines, len(hist))
+
+	v := Judge(in)
+	assert.Equal(t, Fail, v.Verdict)
+	assert.Equal(t, []string{NoDuplicateSideEffects, NoSessionFork, NoOrphanedResults, OutcomesResolved}, v.Violations,
+		"the wire alone, at both edges, finds the incident")
+	hit := v.Assumptions[0]
+	assert.True(t, hit.Held(), hit.Summary)
+	assert.Contains(t, hit.Evidence[0], "wire line", "the evidence names wire lines, not a history file")
+	res, _ := v.Result(OutcomesResolved)
+	assert.Contains(t, res.Evidence[0], "wire lines")
+}
+
+func TestHistoryFromWireSurfacesWhatTheServerSaidWasLost(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", true).event("1", result("1", false))
+	w.at(1).post("sA", toolsCall("2", "charge", `{"order_id":"x"}`)).answer(200, "", true).event("3").cut()
+	w.at(700).get("sA", "3").answer(404, "", false)
+	hist, _ := historyFromWire(mirrored(w.recs), nil)
+	last := hist[len(hist)-1]
+	assert.Equal(t, history.KindUnknown, last.Kind, "the client was told its session is gone: its call's answer is lost, not silently dropped")
+	assert.Contains(t, kindsOf(hist), history.KindSessionLost)
+	assert.Contains(t, kindsOf(hist), history.KindReconnect)
+}
+
+func kindsOf(hist []history.Record) []history.Kind {
+	var out []history.Kind
+	for _, h := range hist {
+		out = append(out, h.Kind)
+	}
+	return out
+}

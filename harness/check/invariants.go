@@ -40,16 +40,16 @@ func noSilentLoss(acc *Accounts) Result {
 		for i, l := range s.Silent {
 			ns[i] = l.N
 		}
-		ev.add("%s: %d of %d events of %s lost silently (seq %d..%d); the client received past them at history line %d",
+		ev.add("%s: %d of %d events of %s lost silently (seq %d..%d); the client received past them at %s",
 			acc.refs(ns), s.LostSilent, s.Emitted, streamName(s.StreamKey),
-			s.Silent[0].Seq, s.Silent[len(s.Silent)-1].Seq, s.Later)
+			s.Silent[0].Seq, s.Silent[len(s.Silent)-1].Seq, acc.lines.many(s.Later))
 	}
 	if e.LostSilent > 0 {
 		return ev.result(NoSilentEventLoss, false, summary)
 	}
 	for _, s := range acc.Streams {
 		if s.LostSurfaced > 0 {
-			ev.add("%s: %s of %s lost inside these surfaced gaps", historyRefs(s.Gaps), count(s.LostSurfaced, "event"), streamName(s.StreamKey))
+			ev.add("%s: %s of %s lost inside these surfaced gaps", acc.lines.many(s.Gaps...), count(s.LostSurfaced, "event"), streamName(s.StreamKey))
 		}
 	}
 	return ev.result(NoSilentEventLoss, true, summary)
@@ -121,21 +121,21 @@ func outcomesResolved(acc *Accounts) Result {
 	for _, c := range acc.Calls {
 		counts[c.Outcome]++
 		if !c.Resolved() {
-			ev.add("history line %d: call %s of %s (order %s) invoked, never resolved after it", c.Last, c.ID, c.Client, c.OrderID)
+			ev.add("%s: call %s of %s (order %s) invoked, never resolved after it", acc.lines.many(c.Last), c.ID, c.Client, c.OrderID)
 		}
 	}
 	for _, f := range acc.FalseFails {
-		ev.add("history line %d, %s: %s reported call %s (order %s) failed, but its side effect was committed",
-			f.Line, acc.refs(f.Commits), f.Client, f.Call, f.OrderID)
+		ev.add("%s, %s: %s reported call %s (order %s) failed, but its side effect was committed",
+			acc.lines.many(f.Line), acc.refs(f.Commits), f.Client, f.Call, f.OrderID)
 	}
 	for _, b := range acc.BlindRetries {
 		if b.Unknown > 0 {
-			ev.add("history lines %d, %d: %s invoked non-idempotent order %s again after its unknown outcome",
-				b.Unknown, b.Invoke, b.Client, b.OrderID)
+			ev.add("%s: %s invoked non-idempotent order %s again after its unknown outcome",
+				acc.lines.many(b.Unknown, b.Invoke), b.Client, b.OrderID)
 			continue
 		}
-		ev.add("history lines %d, %d, %s: %s invoked non-idempotent order %s again, although the earlier attempt had reached the server and its outcome was never read",
-			b.Prior, b.Invoke, acc.ref(b.Started), b.Client, b.OrderID)
+		ev.add("%s, %s: %s invoked non-idempotent order %s again, although the earlier attempt had reached the server and its outcome was never read",
+			acc.lines.many(b.Prior, b.Invoke), acc.ref(b.Started), b.Client, b.OrderID)
 	}
 	unresolved := counts[""]
 	if unresolved == 0 && len(acc.BlindRetries) == 0 && len(acc.FalseFails) == 0 {
@@ -184,17 +184,29 @@ func (acc *Accounts) refs(ns []int64) string {
 // ref renders one record number of the account's ledger.
 func (acc *Accounts) ref(n int64) string { return acc.refs([]int64{n}) }
 
-// historyRefs renders lines as "history line 4" or "history lines 4, 9".
-func historyRefs(lines []int) string {
+// historyLines names history lines in evidence. Nil is history.jsonl:
+// "history line 4", "history lines 4, 9". For a history derived from the
+// wire's client edge it holds the wire line of each derived record, and
+// names those: "wire lines 12, 30".
+type historyLines []int64
+
+func (h historyLines) many(lines ...int) string {
 	parts := make([]string, 0, refsShown)
 	for _, l := range lines[:min(len(lines), refsShown)] {
-		parts = append(parts, fmt.Sprint(l))
+		if h != nil && l >= 1 && l <= len(h) {
+			parts = append(parts, fmt.Sprint(h[l-1]))
+		} else {
+			parts = append(parts, fmt.Sprint(l))
+		}
 	}
-	word := "line"
+	file, word := "history", "line"
+	if h != nil {
+		file = "wire"
+	}
 	if len(lines) > 1 {
 		word = "lines"
 	}
-	return "history " + word + " " + strings.Join(parts, ", ") + more(len(lines))
+	return file + " " + word + " " + strings.Join(parts, ", ") + more(len(lines))
 }
 
 // count renders n with its noun: "1 charge", "2 charges". many is the

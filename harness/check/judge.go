@@ -74,7 +74,9 @@ var invariants = []invariant{
 }
 
 // Judge checks the fault_hit assumption and every invariant, and computes
-// the figures.
+// the figures. A run whose client wrote no history (a client of the user's
+// own) is judged on the history derived from the wire's client edge (see
+// tohistory.go), and its evidence names wire lines.
 //
 // Each invariant is judged on every account that holds something for it:
 // the ledger's, and the one derived from the wire when a wire record
@@ -89,11 +91,16 @@ var invariants = []invariant{
 // when none is. Figures come from the ledger's account, or the wire's when
 // the ledger holds nothing.
 func Judge(in Input) Verdict {
+	var lines historyLines
+	if len(in.History) == 0 && len(in.Wire) > 0 {
+		in.History, lines = historyFromWire(in.Wire, in.Ops)
+	}
 	ledger := Account(in.Ledger, in.History, in.Ops)
+	ledger.lines = lines
 	var fromWire *Accounts
 	if len(in.Wire) > 0 {
 		w := Account(ledgerFromWire(in.Wire, in.Ops, serverKills(in.Faults)), in.History, in.Ops)
-		w.Source = SourceWire
+		w.Source, w.lines = SourceWire, lines
 		fromWire = &w
 	}
 	primary := &ledger
@@ -103,7 +110,7 @@ func Judge(in Input) Verdict {
 	order := timeOrder(in.History)
 	v := Verdict{
 		Violations:  []string{},
-		Assumptions: []Result{faultHit(in, order, primary.Calls)},
+		Assumptions: []Result{faultHit(in, order, primary.Calls, lines)},
 		Figures:     figures(in, order, primary),
 	}
 	judged := 0

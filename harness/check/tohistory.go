@@ -1,0 +1,304 @@
+package check
+
+import (
+	"cmp"
+	"encoding/json"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/targets/history"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
+)
+
+// Reading the client edge of the wire as a history.
+//
+// A client that writes no history of its own (a team's own client, in any
+// language) is judged from what crossed the client edge: what it sent and
+// what was delivered to it. [historyFromWire] derives the history a
+// recording client would have written:
+//
+//   - session_new: an initialize answer carrying Mcp-Session-Id, delivered;
+//     the client is the one the initialize named.
+//   - session_lost: a 404 delivered on the session (status_404), or a close
+//     event (close_event).
+//   - invoke: a tools/call the client sent. The call is the operation it
+//     invokes ([Ops.Key]), so a retry of the same operation is an attempt of
+//     the same call.
+//   - ok and fail: the response to it delivered, as a JSON body or an SSE
+//     event (its id then), read.
+//   - event: a progress notification delivered, its progress number as seq.
+//   - stream_break: the end of a connection that carried a call's stream or
+//     a resumed one before its response came (reset, eof, error).
+//   - reconnect and resume: a GET with Last-Event-ID and the answer it got.
+//   - gap: a 410 delivered with the range the server says is lost (from
+//     last_event_id to resume_event_id, or head_event_id).
+//   - unknown: a call whose last attempt got no answer and whose client was
+//     told the answer is lost (a 404 or 410 on its session or its resume):
+//     the client cannot have read the result, and it was told so. What the
+//     client concluded inside itself the wire cannot show; a call that got no
+//     answer and no such news is left unresolved.
+//
+// Each derived record is numbered by the wire line it comes from.
+
+// derivedHistory is the state of one pass over the client edge.
+type derivedHistory struct {
+	ops     Ops
+	edge    *edgeReader
+	out     []history.Record
+	lines   []int64                 // the wire line of each record of out
+	callOf  map[StreamKey]*edgeCall // attempts by stream
+	byOp    map[string]*edgeCall    // the latest attempt of each client's operation
+	lost    map[string]bool         // sessions the client was told are gone
+	streams map[exchangeKey]string  // exchanges carrying an unfinished stream, to its request id
+}
+
+// edgeCall is one attempt of a call as the client edge shows it.
+type edgeCall struct {
+	client, call, tool string
+	key                StreamKey
+	attempt            int
+	answered, told     bool
+}
+
+func historyFromWire(recs []wire.Record, ops Ops) ([]history.Record, []int64) {
+	d := &derivedHistory{ops: ops, edge: newEdgeReader(), callOf: map[StreamKey]*edgeCall{}, byOp: map[string]*edgeCall{},
+		lost: map[string]bool{}, streams: map[exchangeKey]string{}}
+	var last wire.Record
+	for i := range recs {
+		r := &recs[i]
+		if r.Edge != wire.EdgeClient {
+			continue
+		}
+		last = *r
+		switch r.Kind {
+		case wire.KindRequest:
+			d.request(r)
+		case wire.KindResponse:
+			d.response(r)
+		case wire.KindEvent:
+			d.event(r)
+		case wire.KindBodyEnd:
+			delete(d.streams, exchangeKey{r.Conn, r.Exchange})
+		case wire.KindClose:
+			d.closed(r)
+		}
+	}
+	d.settle(&last)
+	return d.out, d.lines
+}
+
+func (d *derivedHistory) add(r *wire.Record, h history.Record) {
+	h.TUS = r.TUS
+	d.out = append(d.out, h)
+	d.lines = append(d.lines, r.N)
+}
+
+func (d *derivedHistory) request(r *wire.Record) {
+	x := d.edge.request(r)
+	client := d.edge.client(x)
+	if x.resume != "" {
+		req := x.stream
+		d.add(r, history.Record{Kind: history.KindReconnect, Client: client, Call: d.callName(x.session, req), Session: x.session,
+			RequestID: req, LastEventID: mcpwire.EventNumber(x.resume)})
+	}
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		if m.Method != mcpwire.MethodToolsCall || !m.IsRequest() {
+			continue
+		}
+		op := d.ops.Key(m.Tool, m.Args, m.ArgsDigest)
+		c := &edgeCall{client: client, call: op, tool: m.Tool, key: StreamKey{Session: x.session, RequestID: m.ID}, attempt: 1}
+		if prev := d.byOp[client+"\x00"+op]; prev != nil {
+			c.attempt = prev.attempt + 1
+		}
+		d.byOp[client+"\x00"+op], d.callOf[c.key] = c, c
+		d.add(r, history.Record{Kind: history.KindInvoke, Client: client, Call: op, OrderID: op, Tool: m.Tool,
+			Session: x.session, RequestID: m.ID, Attempt: c.attempt})
+	}
+}
+
+// callName is the call a stream belongs to, or "" when no tools/call of it
+// crossed the edge.
+func (d *derivedHistory) callName(session, req string) string {
+	if c := d.callOf[StreamKey{Session: session, RequestID: req}]; c != nil {
+		return c.call
+	}
+	return ""
+}
+
+func (d *derivedHistory) response(r *wire.Record) {
+	x := d.edge.exchange(r)
+	if x == nil {
+		return
+	}
+	client := d.edge.client(x)
+	if id, ok := d.edge.opened(r, x); ok {
+		protocol := ""
+		for _, m := range r.Messages {
+			protocol = cmp.Or(protocol, m.Protocol)
+		}
+		d.add(r, history.Record{Kind: history.KindSessionNew, Client: x.init, Session: id, Protocol: protocol})
+	}
+	if x.resume != "" {
+		d.resumed(r, x, client)
+	}
+	if r.Status == http.StatusNotFound && x.session != "" && !d.lost[x.session] {
+		d.lost[x.session] = true
+		d.add(r, history.Record{Kind: history.KindSessionLost, Client: client, Session: x.session, Reason: "status_404"})
+		d.tell(x.session, "")
+	}
+	if r.Status >= 400 {
+		return
+	}
+	if r.Header != nil && isEventStream(r.Header.ContentType) && x.stream != "" {
+		d.streams[exchangeKey{r.Conn, r.Exchange}] = x.stream
+	}
+	for i := range r.Messages {
+		d.answer(r, x, &r.Messages[i], 0)
+	}
+}
+
+// resumed records what a GET with Last-Event-ID was answered.
+func (d *derivedHistory) resumed(r *wire.Record, x *exchange, client string) {
+	call := d.callName(x.session, x.stream)
+	switch {
+	case r.Status/100 == 2:
+		d.add(r, history.Record{Kind: history.KindResume, Client: client, Call: call, Session: x.session,
+			RequestID: x.stream, LastEventID: mcpwire.EventNumber(x.resume)})
+	case r.Status == http.StatusGone || r.Status == http.StatusConflict:
+		var body struct {
+			Last   *int64 `json:"last_event_id"`
+			Resume *int64 `json:"resume_event_id"`
+			Head   *int64 `json:"head_event_id"`
+		}
+		if json.Unmarshal([]byte(r.ErrorBody), &body) != nil || (body.Resume == nil && body.Head == nil) {
+			return
+		}
+		from := mcpwire.EventNumber(x.resume)
+		if body.Last != nil {
+			from = *body.Last
+		}
+		to := *cmp.Or(body.Resume, body.Head)
+		d.add(r, history.Record{Kind: history.KindGap, Client: client, Call: call, Session: x.session, RequestID: x.stream,
+			FromEventID: from, ToEventID: to, Reason: "status_" + strconv.Itoa(r.Status)})
+		d.tell(x.session, x.stream)
+	}
+}
+
+// tell notes that the client was told the answers of a stream (or, with no
+// request id, of a whole session) are lost.
+func (d *derivedHistory) tell(session, req string) {
+	for k, c := range d.callOf {
+		if k.Session == session && (req == "" || k.RequestID == req) {
+			c.told = true
+		}
+	}
+}
+
+// answer records a response message delivered to the client on exchange x,
+// in the SSE event with id eventID (0 for a JSON body).
+func (d *derivedHistory) answer(r *wire.Record, x *exchange, m *wire.Message, eventID int64) {
+	if !m.Response {
+		return
+	}
+	c := d.callOf[StreamKey{Session: x.session, RequestID: m.ID}]
+	if c == nil || c.answered {
+		return
+	}
+	c.answered = true
+	kind := history.KindOK
+	if m.IsError {
+		kind = history.KindFail
+	}
+	d.add(r, history.Record{Kind: kind, Client: c.client, Call: c.call, OrderID: c.call, Session: x.session, RequestID: m.ID,
+		EventID: eventID, Result: history.ResultRead, Reason: m.ErrorMessage})
+}
+
+func (d *derivedHistory) event(r *wire.Record) {
+	x := d.edge.exchange(r)
+	if x == nil {
+		return
+	}
+	client := d.edge.client(x)
+	if r.EventType == mcpwire.EventClose && x.session != "" && !d.lost[x.session] {
+		d.lost[x.session] = true
+		d.add(r, history.Record{Kind: history.KindSessionLost, Client: client, Session: x.session, Reason: "close_event"})
+		d.tell(x.session, "")
+		return
+	}
+	id := mcpwire.EventNumber(r.EventID)
+	owner := x.stream
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		owner = d.edge.owner(x, m)
+		switch {
+		case m.Response:
+			d.answer(r, x, m, id)
+			delete(d.streams, exchangeKey{r.Conn, r.Exchange})
+		case m.Method == mcpwire.MethodProgress && m.Progress != nil:
+			p := *m.Progress
+			if p < 1 || p != math.Trunc(p) || p > math.MaxInt32 {
+				continue
+			}
+			d.add(r, history.Record{Kind: history.KindEvent, Client: client, Call: d.callName(x.session, owner), Session: x.session,
+				RequestID: owner, EventID: id, Seq: int64(p), Detail: m.Method})
+		}
+	}
+	d.edge.noteEvent(x, r.EventID, owner)
+}
+
+// closed records a break for every stream the connection carried
+// unfinished.
+func (d *derivedHistory) closed(r *wire.Record) {
+	keys := slices.SortedFunc(func(yield func(exchangeKey) bool) {
+		for k := range d.streams {
+			if k.conn == r.Conn && !yield(k) {
+				return
+			}
+		}
+	}, func(a, b exchangeKey) int { return cmp.Compare(a.x, b.x) })
+	for _, k := range keys {
+		req := d.streams[k]
+		delete(d.streams, k)
+		x := d.edge.exchanges[k]
+		reason := "error"
+		switch r.End {
+		case wire.EndRST:
+			reason = "reset"
+		case wire.EndFIN:
+			reason = "eof"
+		case wire.EndTimeout:
+			reason = "timeout"
+		}
+		d.add(r, history.Record{Kind: history.KindStreamBreak, Client: d.edge.client(x), Call: d.callName(x.session, req),
+			Session: x.session, RequestID: req, Reason: reason, Detail: string(r.End) + " by the " + string(r.By)})
+	}
+}
+
+// settle records, at the end of the edge, an unknown outcome for every
+// call whose last attempt got no answer and whose client was told its
+// answer is lost.
+func (d *derivedHistory) settle(last *wire.Record) {
+	ops := slices.Sorted(func(yield func(string) bool) {
+		for k := range d.byOp {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range ops {
+		c := d.byOp[k]
+		if c.answered || !c.told {
+			continue
+		}
+		d.add(last, history.Record{Kind: history.KindUnknown, Client: c.client, Call: c.call, OrderID: c.call,
+			Session: c.key.Session, RequestID: c.key.RequestID, Reason: "the server said its answer is lost"})
+	}
+}
+
+func isEventStream(contentType string) bool {
+	return len(contentType) >= len(mcpwire.ContentTypeSSE) && contentType[:len(mcpwire.ContentTypeSSE)] == mcpwire.ContentTypeSSE
+}

@@ -85,7 +85,8 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 	p.Template = workload.Template{Clients: x.Workload.Clients}
 	var perClient time.Duration
 	for _, call := range x.Workload.Calls {
-		p.Template.Calls = append(p.Template.Calls, workload.Call{Tool: call.Tool, Args: maps.Clone(call.Args), Duration: call.Duration.Scale(f)})
+		p.Template.Calls = append(p.Template.Calls, workload.Call{Tool: call.Tool, Args: maps.Clone(call.Args), Duration: call.Duration.Scale(f),
+			Key: call.Key, Idempotent: call.Idempotent})
 		perClient += call.Duration.Scale(f)
 	}
 	p.Faults = faults.Plan(x.Faults, f, p.Seed)

@@ -115,6 +115,12 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 			"faults[0].when.after_heal: a fault cannot wait for its own heal"},
 		{"wrong type beside another value", [2]string{"at: 0s,", "at: 0s, repeat: {every: 1m, count: many},"},
 			"x.yaml:17:61: faults[0].repeat.count: cannot unmarshal !!str `many` into int"},
+		{"a tool the built-in server lacks", [2]string{"tool: chatty", "tool: hello"},
+			"workload.calls[1].tool: the reference server has only the tools charge and chatty; \"hello\" would be a tool of your own server"},
+		{"a tool name MCP does not allow", [2]string{"tool: chatty", "tool: 'hello world'"}, "workload.calls[1].tool: must be a tool name"},
+		{"a bad key path", [2]string{"duration: 6m}", "duration: 6m, key: 'a..b'}"}, "workload.calls[1].key: must be an argument path"},
+		{"an unknown placeholder", [2]string{"args: {amount_cents: 4999}", "args: {amount_cents: 4999, order_id: 'o-{{cal}}'}"},
+			"workload.calls[0].args.order_id: unknown placeholder {{cal}} (known: {{call}}, {{client}})"},
 		{"params of the wrong type", [2]string{"idle: 60s", "idle: [60s]"},
 			"x.yaml:17:42: faults[0].params: line 17 column 49: a duration must be a string like 90s"},
 	}
@@ -127,6 +133,21 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+func TestParseTakesToolsOfYourOwnServer(t *testing.T) {
+	src := strings.NewReplacer(
+		"  retention_events: 100\n  keepalive: 0s\n", "  target: command\n  command: [./my-server]\n",
+		"    - {tool: chatty, args: {events: 500}, duration: 6m}\n", "    - {tool: book_trip, args: {trip: 'trip-{{call}}', who: '{{client}}'}, key: trip, idempotent: false}\n",
+	).Replace(good)
+	x, err := Parse("x.yaml", []byte(src))
+	require.NoError(t, err)
+	c := x.Plan(Overrides{}).Template.Calls[1]
+	assert.Equal(t, "book_trip", c.Tool)
+	assert.Equal(t, "trip", c.Key)
+	require.NotNil(t, c.Idempotent)
+	assert.False(t, *c.Idempotent)
+	assert.Zero(t, c.Duration, "a tool of your own takes no duration")
 }
 
 func TestParseReportsEveryProblem(t *testing.T) {

@@ -68,9 +68,16 @@ type Workload struct {
 
 // Call is one tools/call each client makes.
 type Call struct {
-	Tool     string         `yaml:"tool"`     // charge | chatty
-	Args     map[string]any `yaml:"args"`     // tool arguments
-	Duration dur.Duration   `yaml:"duration"` // how long the tool runs (real-world scale)
+	Tool     string         `yaml:"tool"`     // charge | chatty (the built-in tools) | any tool of the server under test
+	Args     map[string]any `yaml:"args"`     // tool arguments; strings may hold {{call}} and {{client}}
+	Duration dur.Duration   `yaml:"duration"` // how long the tool runs (real-world scale); required for the built-in tools
+	// Key is the argument path (dot-separated) that tells one logical
+	// operation from another; empty: the whole arguments (charge: order_id).
+	Key string `yaml:"key"`
+	// Idempotent says whether invoking the call again is harmless; absent:
+	// the tool decides (chatty is, charge is with an idempotency_key, any
+	// other tool is not).
+	Idempotent *bool `yaml:"idempotent"`
 }
 
 // Expect is what the experiment should conclude.

@@ -13,6 +13,7 @@ import (
 	"github.com/chaosrun/chaosrun/internal/dur"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/targets/workload"
 	"gopkg.in/yaml.v3"
 )
 
@@ -179,10 +180,21 @@ func (x *Experiment) validateWorkload(bad badFunc, oneOf oneOfFunc) {
 	}
 	for i, c := range w.Calls {
 		p := fmt.Sprintf("workload.calls[%d]", i)
-		oneOf(p+".tool", c.Tool, Tools)
-		if c.Duration <= 0 {
-			bad(p+".duration", "is required and must be positive (how long the tool runs)")
+		builtIn := slices.Contains(Tools, c.Tool)
+		if !toolNameRE.MatchString(c.Tool) {
+			bad(p+".tool", "must be a tool name (1 to 128 letters, digits, _, - and .): charge or chatty for the built-in servers, else a tool of yours, got %q", c.Tool)
 		}
+		if !builtIn && toolNameRE.MatchString(c.Tool) && x.Server.Target != targets.Command && x.Server.Target != targets.Image {
+			bad(p+".tool", "the %s server has only the tools %s; %q would be a tool of your own server (server.target command or image)",
+				x.Server.Target, strings.Join(Tools, " and "), c.Tool)
+		}
+		if builtIn && c.Duration <= 0 {
+			bad(p+".duration", "is required and must be positive for %s (how long the tool runs)", c.Tool)
+		}
+		if c.Key != "" && !keyRE.MatchString(c.Key) {
+			bad(p+".key", "must be an argument path such as order_id or order.id, got %q", c.Key)
+		}
+		x.validatePlaceholders(p+".args", c.Args, bad)
 		for _, key := range sortedArgs(c.Args) {
 			if known := toolArgs[c.Tool]; known != nil && !slices.Contains(known, key) {
 				bad(p+".args."+key, "unknown argument of %s (known: %s)", c.Tool, strings.Join(known, ", "))
@@ -197,6 +209,36 @@ func (x *Experiment) validateWorkload(bad badFunc, oneOf oneOfFunc) {
 			if n, ok := asInt(c.Args["events"]); !ok || n <= 0 || n > 1_000_000 {
 				bad(p+".args.events", "chatty needs an integer events between 1 and 1000000")
 			}
+		}
+	}
+}
+
+var (
+	// toolNameRE is the tool names MCP allows (2025-11-25: 1 to 128 of
+	// letters, digits, _, - and .).
+	toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+	// keyRE is an argument path: names joined by dots.
+	keyRE         = regexp.MustCompile(`^[^.\s]+(\.[^.\s]+)*$`)
+	placeholderRE = regexp.MustCompile(`\{\{[^}]*\}\}`)
+)
+
+// validatePlaceholders reports every {{...}} in the strings of an argument
+// value that is not one of workload.Placeholders.
+func (x *Experiment) validatePlaceholders(path string, v any, bad badFunc) {
+	switch a := v.(type) {
+	case string:
+		for _, ph := range placeholderRE.FindAllString(a, -1) {
+			if !slices.Contains(workload.Placeholders, ph) {
+				bad(path, "unknown placeholder %s (known: %s)", ph, strings.Join(workload.Placeholders, ", "))
+			}
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(a)) {
+			x.validatePlaceholders(path+"."+k, a[k], bad)
+		}
+	case []any:
+		for i, e := range a {
+			x.validatePlaceholders(fmt.Sprintf("%s[%d]", path, i), e, bad)
 		}
 	}
 }

@@ -21,10 +21,13 @@ import (
 
 // TestMain doubles as a bring-your-own server: "fake-server [EXIT_AFTER]"
 // listens where the contract says, exits 0 on SIGTERM, or exits 4 on its
-// own after EXIT_AFTER.
+// own after EXIT_AFTER; and as a client (see fakeClient).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "fake-server" {
 		os.Exit(fakeServer(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "fake-client" {
+		os.Exit(fakeClient(os.Args[2:]))
 	}
 	os.Exit(m.Run())
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
@@ -35,12 +36,12 @@ type Call struct {
 	Idempotent *bool `json:"idempotent,omitempty"`
 }
 
-// OrderID is the call's order id: args.order_id if set, otherwise the call
-// id. A retry of the same logical call keeps its order id, which is how the
+// OrderID is the call's order id: args.order_id (its placeholders filled
+// in) if set, otherwise the call id. A retry of the same logical call keeps its order id, which is how the
 // ledger sees a duplicate charge.
 func (c Call) OrderID() string {
 	if v, ok := c.Args["order_id"].(string); ok && v != "" {
-		return v
+		return c.fill(v).(string)
 	}
 	return c.ID
 }
@@ -68,7 +69,7 @@ func (c Call) IsIdempotent() bool {
 func (c Call) Arguments() (json.RawMessage, error) {
 	args := map[string]any{}
 	for k, v := range c.Args {
-		args[k] = v
+		args[k] = c.fill(v)
 	}
 	switch c.Tool {
 	case mcpwire.ToolCharge:
@@ -86,6 +87,48 @@ func (c Call) Arguments() (json.RawMessage, error) {
 		}
 	}
 	return json.Marshal(args)
+}
+
+// Placeholders a call's string arguments may hold, filled in per call so
+// that every logical operation carries a value of its own and a retry of it
+// is recognisable on the wire.
+const (
+	PlaceholderCall   = "{{call}}"   // the call's id, such as c3-2
+	PlaceholderClient = "{{client}}" // the logical client's id, such as c3
+)
+
+// Placeholders lists every placeholder.
+var Placeholders = []string{PlaceholderCall, PlaceholderClient}
+
+// fill replaces the placeholders in the strings of an argument value,
+// however deep.
+func (c Call) fill(v any) any {
+	switch x := v.(type) {
+	case string:
+		return strings.NewReplacer(PlaceholderCall, c.ID, PlaceholderClient, c.clientID()).Replace(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = c.fill(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = c.fill(e)
+		}
+		return out
+	}
+	return v
+}
+
+// clientID is the logical client's id: the call id up to its last dash
+// ([Template.Expand] names calls <client>-<n>).
+func (c Call) clientID() string {
+	if i := strings.LastIndexByte(c.ID, '-'); i > 0 {
+		return c.ID[:i]
+	}
+	return c.ID
 }
 
 func events(v any) (int, error) {

@@ -71,3 +71,18 @@ func TestTemplateExpandsNamedClientsAndCalls(t *testing.T) {
 	p.Clients[0].Calls[0].Args["amount_cents"] = 9
 	assert.Equal(t, 1, p.Clients[1].Calls[0].Args["amount_cents"], "clients do not share argument maps")
 }
+
+func TestArgumentsFillPlaceholders(t *testing.T) {
+	c := Call{ID: "c3-2", Tool: "book", Args: map[string]any{
+		"trip":  "trip-{{call}}",
+		"who":   map[string]any{"name": "{{client}}", "seats": []any{"{{call}}", 2}},
+		"count": 4,
+	}}
+	b, err := c.Arguments()
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"trip":"trip-c3-2","who":{"name":"c3","seats":["c3-2",2]},"count":4}`, string(b))
+	assert.Equal(t, "{{call}}", c.Args["trip"].(string)[5:], "the template is left as written")
+
+	charge := Call{ID: "c1-1", Tool: "charge", Args: map[string]any{"order_id": "order-{{call}}", "amount_cents": 5}}
+	assert.Equal(t, "order-c1-1", charge.OrderID())
+}

@@ -18,6 +18,8 @@ import (
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets"
+	"github.com/chaosrun/chaosrun/targets/byo"
 )
 
 // ProxyName is the Toxiproxy proxy between client and server.
@@ -199,6 +201,9 @@ func (e *experiment) collect(ctx context.Context) error {
 		if err := e.procs.of(role).Stop(ctx, true); err != nil {
 			return fmt.Errorf("stop %s: %w", role, err)
 		}
+	}
+	if e.plan.Client.Target == targets.Command { // it writes no history: the wire is its account
+		return e.procs.of(agent.RoleClient).CopyOut(ctx, byo.ExitFile, filepath.Join(e.dir, byo.ExitFile))
 	}
 	return e.procs.of(agent.RoleClient).CopyOut(ctx, check.HistoryFile, filepath.Join(e.dir, check.HistoryFile))
 }

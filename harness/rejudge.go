@@ -43,7 +43,7 @@ func Rejudge(dir string) (*Run, error) {
 }
 
 func experimentDirs(dir string) ([]string, error) {
-	if exists(filepath.Join(dir, check.HistoryFile)) {
+	if exists(filepath.Join(dir, ExperimentFile)) {
 		return []string{dir}, nil
 	}
 	entries, err := os.ReadDir(dir)

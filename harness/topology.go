@@ -155,6 +155,13 @@ func serverArgs(p *spec.Plan) []string {
 func clientArgs(p *spec.Plan, endpoint string) []string {
 	c := p.Client
 	tmpl, _ := json.Marshal(p.Template) // plain values always marshal
+	if c.Target == targets.Command {
+		args := []string{"--target", c.Target, "--endpoint", endpoint, "--workload-template", string(tmpl)}
+		for _, a := range c.Command {
+			args = append(args, "--command="+a) // "=": an argument may start with a dash
+		}
+		return args
+	}
 	return []string{
 		"--target", c.Target, "--endpoint", endpoint, "--workload-template", string(tmpl),
 		"--history", check.HistoryFile, "--cursor", c.Cursor, "--cursor-dir", "cursors", "--protocol", c.Protocol,

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets"
+	"github.com/chaosrun/chaosrun/targets/byo"
 	"github.com/chaosrun/chaosrun/targets/client"
 	"github.com/chaosrun/chaosrun/targets/gosdk"
 	"github.com/chaosrun/chaosrun/targets/history"
@@ -25,6 +28,7 @@ type clientFlags struct {
 	workloadTmpl string
 	workloadFile string
 	history      string
+	command      []string
 	opts         workload.Options
 }
 
@@ -45,6 +49,9 @@ func newClientAgentCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if f.target == targets.Command {
+				return f.runCommand(ctx, cmd, clock, plan)
+			}
 			hist, err := history.Create(f.path(f.history), clock)
 			if err != nil {
 				return withCode(exitHarness, err)
@@ -61,7 +68,8 @@ func newClientAgentCmd() *cobra.Command {
 	}
 	f.register(cmd, false)
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", targets.Resumable, "client implementation: resumable, naive, go-sdk, mcp-go")
+	fl.StringVar(&f.target, "target", targets.Resumable, "client implementation: resumable, naive, go-sdk, mcp-go, command")
+	fl.StringArrayVar(&f.command, "command", nil, "target command: the client command and its arguments, one flag each")
 	fl.StringVar(&f.opts.Endpoint, "endpoint", "", "the MCP endpoint URL (through the proxy)")
 	fl.StringVar(&f.workloadTmpl, "workload-template", "", "the workload as JSON: {\"clients\": N, \"calls\": [...]}, every client making the same calls")
 	fl.StringVar(&f.workloadFile, "workload", "", "a file holding the workload plan as JSON")
@@ -123,4 +131,33 @@ func clientRunner(target string) (clientFunc, error) {
 		return mcpgo.RunClient, nil
 	}
 	return nil, withCode(exitInvalid, fmt.Errorf("--target: unknown client target %q", target))
+}
+
+// runCommand runs a bring-your-own client (--target command) to its end
+// under the contract of targets/byo: the MCP URL and an operations file in
+// its environment, its output on the agent's stderr. How the client ended
+// is kept in its state folder for the results; the agent itself fails only
+// when the client could not be started.
+func (f *clientFlags) runCommand(ctx context.Context, cmd *cobra.Command, clock runclock.Clock, plan workload.Plan) error {
+	ops := byo.Operations{Endpoint: f.opts.Endpoint}
+	for _, c := range plan.Clients {
+		for _, call := range c.Calls {
+			args, err := call.Arguments()
+			if err != nil {
+				return withCode(exitInvalid, err)
+			}
+			ops.Operations = append(ops.Operations, byo.Operation{Client: c.ID, Call: call.ID, Tool: call.Tool,
+				Arguments: args, Idempotent: call.IsIdempotent()})
+		}
+	}
+	state, err := filepath.Abs(f.state)
+	if err != nil {
+		return withCode(exitHarness, err)
+	}
+	env := byo.ClientEnv{MCPURL: f.opts.Endpoint, Clock: clock, StateDir: state}
+	exit, err := byo.RunClient(ctx, f.command, env, ops, cmd.ErrOrStderr())
+	if serr := byo.SaveExit(state, exit); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	return withCode(exitHarness, err)
 }

@@ -34,7 +34,8 @@ type Timings struct {
 }
 
 // LoadRun reads an experiment's result folder into the input it was judged
-// on: history.jsonl and ledger.jsonl (required), faults.jsonl (absent means
+// on: history.jsonl (required unless wire.jsonl is there: a client of the
+// user's own writes none) and ledger.jsonl (required), faults.jsonl (absent means
 // no fault was injected), wire.jsonl (absent for a run recorded without the
 // wire observer), the workload's ops from workload.json (absent: the
 // built-in tools' [DefaultOps]) and the timings. Timings come from timings.json,
@@ -43,17 +44,20 @@ type Timings struct {
 func LoadRun(dir string) (Input, error) {
 	var in Input
 	var err error
-	if in.History, err = history.Load(filepath.Join(dir, HistoryFile)); err != nil {
+	in.Wire, err = wire.Load(filepath.Join(dir, wire.File))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Input{}, fmt.Errorf("load run: %w", err)
+	}
+	in.History, err = history.Load(filepath.Join(dir, HistoryFile))
+	// A client of the user's own writes no history: the wire's client edge
+	// is its account.
+	if err != nil && !(errors.Is(err, fs.ErrNotExist) && len(in.Wire) > 0) {
 		return Input{}, fmt.Errorf("load run: %w", err)
 	}
 	if in.Ledger, err = sideeffects.LoadLedger(filepath.Join(dir, LedgerFile)); err != nil {
 		return Input{}, fmt.Errorf("load run: %w", err)
 	}
 	in.Faults, err = faults.LoadLog(filepath.Join(dir, FaultsFile))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return Input{}, fmt.Errorf("load run: %w", err)
-	}
-	in.Wire, err = wire.Load(filepath.Join(dir, wire.File))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Input{}, fmt.Errorf("load run: %w", err)
 	}

@@ -54,6 +54,7 @@ type ServerPlan struct {
 // ClientPlan is the client's configuration at run scale.
 type ClientPlan struct {
 	Target      string
+	Command     []string
 	Cursor      string
 	Protocol    string
 	Backoff     workload.Backoff
@@ -79,7 +80,7 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 	}
 	c := x.Client
 	p.Client = ClientPlan{
-		Target: c.Target, Cursor: c.Cursor, Protocol: c.Protocol, ReadTimeout: c.ReadTimeout.Scale(f),
+		Target: c.Target, Command: c.Command, Cursor: c.Cursor, Protocol: c.Protocol, ReadTimeout: c.ReadTimeout.Scale(f),
 		Backoff: workload.Backoff{Initial: c.Backoff.Initial.Scale(f), Max: c.Backoff.Max.Scale(f), Retries: *c.Backoff.Retries},
 	}
 	p.Template = workload.Template{Clients: x.Workload.Clients}

@@ -210,3 +210,15 @@ func TestExperimentsShareNoDefaults(t *testing.T) {
 	assert.Equal(t, 8, *b.Client.Backoff.Retries, "one experiment's retries are not another's")
 	assert.NotSame(t, a.Faults[0].Params, b.Faults[0].Params, "nor are its fault params")
 }
+
+func TestParseTakesAClientOfYourOwn(t *testing.T) {
+	src := strings.Replace(good, "  target: naive\n  backoff: {initial: 1s, max: 30s, retries: 1}\n", "  target: command\n  command: [./my-client, --fast]\n", 1)
+	x, err := Parse("x.yaml", []byte(src))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"./my-client", "--fast"}, x.Plan(Overrides{}).Client.Command)
+
+	_, err = Parse("x.yaml", []byte(strings.Replace(good, "  target: naive\n", "  target: command\n", 1)))
+	require.ErrorContains(t, err, "client.command: is required when client.target is command")
+	_, err = Parse("x.yaml", []byte(strings.Replace(good, "  target: naive\n", "  target: command\n  command: [c]\n", 1)))
+	require.ErrorContains(t, err, "client.backoff: a bring-your-own client is given no knobs")
+}

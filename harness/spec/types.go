@@ -46,7 +46,8 @@ type Server struct {
 
 // Client configures the MCP client under test.
 type Client struct {
-	Target      string       `yaml:"target"`       // resumable (default) | naive | go-sdk | mcp-go
+	Target      string       `yaml:"target"`       // resumable (default) | naive | go-sdk | mcp-go | command
+	Command     []string     `yaml:"command"`      // target: command: your client and its arguments
 	Cursor      string       `yaml:"cursor"`       // memory (default) | file
 	Protocol    string       `yaml:"protocol"`     // default 2025-11-25
 	Backoff     Backoff      `yaml:"backoff"`      // default {1s, 30s, 8}

@@ -20,7 +20,7 @@ import (
 // Accepted values of the enumerated fields.
 var (
 	ServerTargets = []string{targets.Reference, targets.GoSDK, targets.MCPGo, targets.Command, targets.Image}
-	ClientTargets = []string{targets.Resumable, targets.Naive, targets.GoSDK, targets.MCPGo}
+	ClientTargets = []string{targets.Resumable, targets.Naive, targets.GoSDK, targets.MCPGo, targets.Command}
 	Unresumable   = []string{"gone", "silent_head"}
 	EventStores   = []string{"memory", "file"}
 	Cursors       = []string{"memory", "file"}
@@ -145,6 +145,10 @@ var referenceOnly = []string{"retention_age", "on_unresumable", "event_store", "
 // their delays and cursors to themselves.
 var sdkClientOnly = []string{"cursor", "read_timeout", "backoff.initial", "backoff.max"}
 
+// byoClientKnobs are the client knobs of chaosrun's own clients; a
+// bring-your-own client takes none.
+var byoClientKnobs = []string{"cursor", "protocol", "read_timeout", "backoff"}
+
 func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
 	c := x.Client
 	oneOf("client.target", c.Target, ClientTargets)
@@ -156,6 +160,18 @@ func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
 		for _, knob := range sdkClientOnly {
 			if _, set := x.nodes["client."+knob]; set {
 				bad("client."+knob, "the %s client does not take this knob (only backoff.retries)", c.Target)
+			}
+		}
+	}
+	switch {
+	case c.Target == targets.Command && len(c.Command) == 0:
+		bad("client.command", "is required when client.target is command")
+	case c.Target != targets.Command && len(c.Command) > 0:
+		bad("client.command", "is only used when client.target is command")
+	case c.Target == targets.Command:
+		for _, knob := range byoClientKnobs {
+			if _, set := x.nodes["client."+knob]; set {
+				bad("client."+knob, "a bring-your-own client is given no knobs, only its environment (client.target is command)")
 			}
 		}
 	}

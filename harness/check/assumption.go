@@ -158,3 +158,44 @@ func window(f *faults.Entry) string {
 	}
 	return fmt.Sprintf("[%s, %s]", seconds(f.StartUS), seconds(f.EndUS))
 }
+
+// WorkloadRan is the first assumption's id: the workload's calls reached
+// their tools.
+const WorkloadRan = "workload_ran"
+
+// workloadRan checks that the workload could run at all: it does not hold
+// when some call was answered with an error before any fault was injected
+// and no call ever succeeded or reached an unknown outcome — an unknown
+// tool, arguments the tool refuses, a method the server lacks. Such a run
+// says nothing about faults; it is a workload error, with the server's own
+// words as evidence.
+func workloadRan(in Input, calls []Call, lines historyLines) Result {
+	var ev evidence
+	firstFault := int64(math.MaxInt64)
+	for _, f := range in.Faults {
+		if f.Error == "" {
+			firstFault = min(firstFault, f.StartUS)
+		}
+	}
+	failedEarly, other := 0, 0
+	for _, c := range calls {
+		if c.Outcome == history.KindFail && c.EndUS < firstFault {
+			failedEarly++
+			continue
+		}
+		other++
+	}
+	if failedEarly == 0 || other > 0 {
+		return ev.result(WorkloadRan, true, fmt.Sprintf("%s reached the server's tools", count(len(calls), "call")))
+	}
+	seen := map[string]bool{}
+	for i := range in.History {
+		h := &in.History[i]
+		if h.Kind == history.KindFail && h.Result == history.ResultRead && !seen[h.Reason] {
+			seen[h.Reason] = true
+			ev.add("%s: call %s of %s failed: %s", lines.many(i+1), h.Call, h.Client, h.Reason)
+		}
+	}
+	return ev.result(WorkloadRan, false, fmt.Sprintf("every one of %s failed before any fault: a workload error (check the tools and arguments)",
+		count(len(calls), "call")))
+}

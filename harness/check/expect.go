@@ -162,6 +162,10 @@ func (e Expectation) Match(v Verdict) (bool, []string) {
 	if v.Verdict != e.Verdict {
 		reasons = append(reasons, fmt.Sprintf("verdict is %s, expected %s", v.Verdict, e.Verdict))
 	}
+	if r, ok := v.Result(WorkloadRan); ok && !r.Held() {
+		reasons = append(reasons, r.Summary)
+		reasons = append(reasons, r.Evidence...)
+	}
 	if e.Violations != nil || e.Verdict == Pass {
 		got, want := idSet(v.Violations), idSet(e.Violations)
 		if !slices.Equal(got, want) {

@@ -265,7 +265,7 @@ func TestHistoryFromWireJudgesAClientOfTheUsersOwn(t *testing.T) {
 	assert.Equal(t, Fail, v.Verdict)
 	assert.Equal(t, []string{NoDuplicateSideEffects, NoSessionFork, NoOrphanedResults, OutcomesResolved}, v.Violations,
 		"the wire alone, at both edges, finds the incident")
-	hit := v.Assumptions[0]
+	hit, _ := v.Result(FaultHit)
 	assert.True(t, hit.Held(), hit.Summary)
 	assert.Contains(t, hit.Evidence[0], "wire line", "the evidence names wire lines, not a history file")
 	res, _ := v.Result(OutcomesResolved)

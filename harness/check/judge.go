@@ -85,7 +85,9 @@ var invariants = []invariant{
 // wire's is reported with it (a defect of one account or the other, to be
 // fixed, not averaged away).
 //
-// The verdict is inconclusive when the assumption does not hold, whatever
+// The verdict is workload_error when the workload could not run at all
+// (every call refused before any fault: see workloadRan); else it is
+// inconclusive when the fault_hit assumption does not hold, whatever
 // the invariants say (they are still reported), or when no invariant could
 // be judged; otherwise it is fail when some invariant is violated and pass
 // when none is. Figures come from the ledger's account, or the wire's when
@@ -110,7 +112,7 @@ func Judge(in Input) Verdict {
 	order := timeOrder(in.History)
 	v := Verdict{
 		Violations:  []string{},
-		Assumptions: []Result{faultHit(in, order, primary.Calls, lines)},
+		Assumptions: []Result{workloadRan(in, primary.Calls, lines), faultHit(in, order, primary.Calls, lines)},
 		Figures:     figures(in, order, primary),
 	}
 	judged := 0
@@ -127,7 +129,9 @@ func Judge(in Input) Verdict {
 		}
 	}
 	switch {
-	case !v.Assumptions[0].Held() || judged == 0:
+	case !v.Assumptions[0].Held():
+		v.Verdict = WorkloadError
+	case !v.Assumptions[1].Held() || judged == 0:
 		v.Verdict = Inconclusive
 	case len(v.Violations) > 0:
 		v.Verdict = Fail

@@ -153,7 +153,8 @@ func TestInvariants(t *testing.T) {
 				require.True(t, ok)
 				assert.Equal(t, tc.held, r.Held(), r.Summary)
 				assert.Contains(t, r.Summary+"\n"+strings.Join(r.Evidence, "\n"), tc.proves)
-				require.True(t, v.Assumptions[0].Held(), "every case is built with a fault that hits")
+				hit, _ := v.Result(FaultHit)
+				require.True(t, hit.Held(), "every case is built with a fault that hits")
 				want := Pass
 				if !tc.held {
 					want = Fail
@@ -232,7 +233,7 @@ func TestFaultHit(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Judge(tc.input)
-			a := v.Assumptions[0]
+			a, _ := v.Result(FaultHit)
 			assert.Equal(t, FaultHit, a.ID)
 			assert.Equal(t, tc.held, a.Held())
 			assert.Contains(t, a.Summary, tc.summary)
@@ -287,4 +288,27 @@ func TestFigureNamesMatchJSON(t *testing.T) {
 	assert.Equal(t, FigureNames, keys, "FigureNames lists the JSON keys in order")
 	_, ok := f.Value("nope")
 	assert.False(t, ok)
+}
+
+func TestAWorkloadTheServerRefusesIsAWorkloadError(t *testing.T) {
+	refused := func(faultAt float64) Input {
+		r := newRun().fault("idle_timeout", "proxy", faultAt, faultAt+60)
+		r.at(0).clientStart("c1", "fresh").opened("s1", "c1").sessionNew("c1", "s1").invoke("c1", "a", "hello", "s1", "2", 1)
+		r.at(0.1).hist(history.Record{Kind: history.KindFail, Call: "a", OrderID: "a", Session: "s1", RequestID: "2",
+			Result: history.ResultRead, Reason: `jsonrpc error -32602: unknown tool "hello"`})
+		return r.in
+	}
+	v := Judge(refused(5))
+	assert.Equal(t, WorkloadError, v.Verdict)
+	ran, _ := v.Result(WorkloadRan)
+	assert.False(t, ran.Held())
+	assert.Equal(t, []string{`history line 4: call a of c1 failed: jsonrpc error -32602: unknown tool "hello"`}, ran.Evidence,
+		"the server's own words")
+	ok, reasons := Expectation{Verdict: Inconclusive}.Match(v)
+	assert.False(t, ok, "no experiment expects a workload error")
+	assert.Contains(t, reasons[0], "verdict is workload_error")
+
+	v = Judge(refused(0))
+	ran, _ = v.Result(WorkloadRan)
+	assert.True(t, ran.Held(), "a call failing under a fault is the fault's doing, not the workload's")
 }

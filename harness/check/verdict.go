@@ -13,6 +13,10 @@ const (
 	Pass         = "pass"
 	Fail         = "fail"
 	Inconclusive = "inconclusive"
+	// WorkloadError is the verdict of a run whose calls the server refused
+	// before any fault (an unknown tool, bad arguments): it proves nothing
+	// about faults, and no experiment expects it.
+	WorkloadError = "workload_error"
 )
 
 // Result statuses.

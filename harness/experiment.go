@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -39,6 +40,7 @@ type experiment struct {
 	verbose  bool
 	procs    processes // the agents by role, as the fault injector sees them too
 	endpoint string    // the MCP endpoint through the proxy, as the client sees it
+	partial  string    // why the records are incomplete (see salvage); empty when whole
 }
 
 // run executes the experiment and judges it. A returned error is a harness
@@ -47,6 +49,14 @@ func (e *experiment) run(ctx context.Context) (*ExperimentResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.plan.Deadline)
 	defer cancel()
 	defer e.rt.Close()
+	res, err := e.steps(ctx)
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		return e.salvage(err)
+	}
+	return res, err
+}
+
+func (e *experiment) steps(ctx context.Context) (*ExperimentResult, error) {
 	if err := e.prepare(); err != nil {
 		return nil, err
 	}
@@ -94,8 +104,10 @@ func (e *experiment) start(ctx context.Context, spec agent.Spec) (agent.Process,
 	if err != nil {
 		return nil, err
 	}
-	if e.verbose {
-		e.progress("%s started: url %q, log %s", spec.Role, p.URL(), spec.LogPath)
+	if e.verbose && spec.Serves {
+		e.progress("%s started: %s, log %s", spec.Role, p.URL(), spec.LogPath)
+	} else if e.verbose {
+		e.progress("%s started, log %s", spec.Role, spec.LogPath)
 	}
 	e.procs.add(spec.Role, p)
 	return p, nil
@@ -185,8 +197,14 @@ func longestCall(p *spec.Plan) time.Duration {
 	return d
 }
 
-// collect stops the agents and gathers history, ledger and logs.
+// collect stops the agents and gathers history, ledger and logs. The
+// client stops first: after a finished workload it has exited already, and
+// in an interrupted one (see salvage) it must not go on recording the
+// server's end as its own failures.
 func (e *experiment) collect(ctx context.Context) error {
+	if err := e.procs.of(agent.RoleClient).Stop(ctx, true); err != nil {
+		return fmt.Errorf("stop client: %w", err)
+	}
 	if err := e.procs.of(agent.RoleServer).Stop(ctx, true); err != nil {
 		return fmt.Errorf("stop server: %w", err)
 	}
@@ -197,15 +215,34 @@ func (e *experiment) collect(ctx context.Context) error {
 	if err := sideeffects.SaveLedger(filepath.Join(e.dir, check.LedgerFile), recs); err != nil {
 		return err
 	}
-	for _, role := range []string{agent.RoleClient, agent.RoleProxy, agent.RoleLedger} {
+	for _, role := range []string{agent.RoleProxy, agent.RoleLedger} {
 		if err := e.procs.of(role).Stop(ctx, true); err != nil {
 			return fmt.Errorf("stop %s: %w", role, err)
 		}
 	}
 	if e.plan.Client.Target == targets.Command { // it writes no history: the wire is its account
-		return e.procs.of(agent.RoleClient).CopyOut(ctx, byo.ExitFile, filepath.Join(e.dir, byo.ExitFile))
+		return e.moveOut(ctx, agent.RoleClient, byo.ExitFile)
 	}
-	return e.procs.of(agent.RoleClient).CopyOut(ctx, check.HistoryFile, filepath.Join(e.dir, check.HistoryFile))
+	return e.moveOut(ctx, agent.RoleClient, check.HistoryFile)
+}
+
+// moveOut moves a file a stopped agent wrote in its state folder (which
+// every runtime fills on the runner's side once the agent stopped) into the
+// experiment's folder, so it is kept once; a runtime that left no copy
+// there has it copied out.
+func (e *experiment) moveOut(ctx context.Context, role, name string) error {
+	dst := filepath.Join(e.dir, name)
+	err := os.Rename(filepath.Join(e.stateDir(role), name), dst)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = e.procs.of(role).CopyOut(ctx, name, dst)
+	}
+	if errors.Is(err, fs.ErrNotExist) && e.partial != "" {
+		err = os.WriteFile(dst, nil, 0o644) // interrupted before the agent wrote a record
+	}
+	if err != nil {
+		return fmt.Errorf("%s of %s: %w", name, role, err)
+	}
+	return nil
 }
 
 func (e *experiment) judge(wall time.Duration) (*ExperimentResult, error) {
@@ -221,8 +258,12 @@ func (e *experiment) judge(wall time.Duration) (*ExperimentResult, error) {
 		return nil, err
 	}
 	met, reasons := e.plan.Expect.Match(v)
-	return &ExperimentResult{Name: e.plan.Experiment.Name, Dir: e.dir, Verdict: &v, Expected: e.plan.Expect.Verdict,
-		Met: met, Reasons: reasons, Wall: wall, Scheduled: e.plan.Scheduled}, nil
+	res := &ExperimentResult{Name: e.plan.Experiment.Name, Dir: e.dir, Verdict: &v, Expected: e.plan.Expect.Verdict,
+		Met: met, Reasons: reasons, Wall: wall, Scheduled: e.plan.Scheduled}
+	if e.partial != "" {
+		markPartial(res, e.partial)
+	}
+	return res, writeTimeline(res, in)
 }
 
 func describe(ev faults.Event) string {
@@ -230,7 +271,7 @@ func describe(ev faults.Event) string {
 	if ev.Target != "" {
 		s += " on " + ev.Target
 	}
-	if ev.Detail != "" {
+	if ev.Detail != "" && ev.Phase != faults.PhaseHealed { // a heal undoes what the injection line said
 		s += ": " + ev.Detail
 	}
 	if ev.Err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/spec"
@@ -18,8 +19,10 @@ import (
 // folder (holding run.json and one folder per experiment) or one
 // experiment's folder. Each experiment is judged from its recorded files
 // and checked against the expect: block of its saved experiment.yaml; a
-// verdict that differs from the saved verdict.json is reported as unmet.
-// Nothing is written.
+// verdict that differs from the saved verdict.json is reported as unmet, and
+// so is an experiment marked partial (see PartialFile): an interrupted run's
+// records are judged, but cannot meet an expectation. Nothing is written;
+// WriteHTML writes the pages of what Rejudge returns.
 func Rejudge(dir string) (*Run, error) {
 	dirs, err := experimentDirs(dir)
 	if err != nil {
@@ -29,7 +32,7 @@ func Rejudge(dir string) (*Run, error) {
 	if b, err := os.ReadFile(filepath.Join(dir, RunFile)); err == nil {
 		var saved Run
 		if json.Unmarshal(b, &saved) == nil {
-			run.ID, run.Runtime, run.WallMS = saved.ID, saved.Runtime+", re-judged offline", saved.WallMS
+			run.ID, run.Runtime, run.WallMS, run.Interrupted = saved.ID, saved.Runtime+", re-judged offline", saved.WallMS, saved.Interrupted
 		}
 	}
 	for _, d := range dirs {
@@ -74,15 +77,23 @@ func rejudgeOne(dir string) (*ExperimentResult, error) {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	res := &ExperimentResult{Name: x.Name, Dir: dir, Expected: x.Expect.Verdict}
+	partial, err := loadPartial(dir)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
 	in, err := check.LoadRun(dir)
 	if err != nil {
 		// An experiment the harness failed on left no complete record.
-		res.Error = err.Error()
+		res.Error, res.Partial = err.Error(), partial
 		return res, nil
 	}
 	v := check.Judge(in)
 	res.Verdict = &v
 	res.Met, res.Reasons = x.Expectation().Match(v)
+	res.Wall = time.Duration(v.Figures.WallMS) * time.Millisecond
+	if partial != "" {
+		defer markPartial(res, partial)
+	}
 	saved, err := os.ReadFile(filepath.Join(dir, check.VerdictFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

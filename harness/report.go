@@ -26,7 +26,10 @@ func writeReports(run *Run) error {
 	if err := writeFile(filepath.Join(run.Dir, SummaryFile), func(w io.Writer) error { return WriteSummary(w, run) }); err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(run.Dir, JUnitFile), func(w io.Writer) error { return WriteJUnit(w, run) })
+	if err := writeFile(filepath.Join(run.Dir, JUnitFile), func(w io.Writer) error { return WriteJUnit(w, run) }); err != nil {
+		return err
+	}
+	return writeIndex(run)
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
@@ -53,6 +56,9 @@ func WriteSummary(w io.Writer, run *Run) error {
 	fmt.Fprintf(w, "# chaosrun run %s\n\n", run.ID)
 	fmt.Fprintf(w, "Runtime %s, parallel %d, wall %.1fs. **%d of %d expectations met.**\n\n",
 		run.Runtime, run.Parallel, float64(run.WallMS)/1000, met, len(run.Results))
+	if run.Interrupted {
+		fmt.Fprint(w, "**Interrupted.** Experiments marked partial stopped before their workload finished; `chaosrun report` judges what they recorded.\n\n")
+	}
 	fmt.Fprintln(w, "| experiment | expected | verdict | met | violated | duplicates | lost silently | lost in gaps | forks | orphaned | unknown | wall / scheduled |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range run.Results {
@@ -65,7 +71,11 @@ func WriteSummary(w io.Writer, run *Run) error {
 		if f.ScheduledMS > 0 {
 			ratio = fmt.Sprintf("%.1fs / %.1fs (%.2f)", float64(f.WallMS)/1000, float64(f.ScheduledMS)/1000, float64(f.WallMS)/float64(f.ScheduledMS))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %d | %d | %d | %d | %d | %d | %s |\n", r.Name, r.Expected, r.Verdict.Verdict,
+		verdict := r.Verdict.Verdict
+		if r.Partial != "" {
+			verdict += " (partial)"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %d | %d | %d | %d | %d | %d | %s |\n", r.Name, r.Expected, verdict,
 			yesNo(r.Met), strings.Join(r.Verdict.Violations, ", "), f.Duplicates, f.EventsLostSilent, f.EventsLostSurfaced,
 			f.Forks, f.OrphanedResults, f.CallsUnknown, ratio)
 	}
@@ -128,7 +138,8 @@ type junitProblem struct {
 func WriteJUnit(w io.Writer, run *Run) error {
 	s := junitSuite{Name: "chaosrun." + run.Runtime, Tests: len(run.Results), Time: secs(run.WallMS)}
 	for _, r := range run.Results {
-		c := junitCase{Name: r.Name, Classname: "chaosrun." + run.Runtime, SystemOut: "results: " + r.Dir}
+		c := junitCase{Name: r.Name, Classname: "chaosrun." + run.Runtime, SystemOut: "results: " + r.Dir,
+			Time: secs(r.Wall.Milliseconds())}
 		switch {
 		case r.Verdict == nil:
 			s.Errors++

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -36,31 +37,40 @@ type Options struct {
 	// Verbose has agents log at debug level and progress name every
 	// agent's URL and log.
 	Verbose bool
+	// Terminal says Progress is a terminal: a status line of the whole run
+	// (experiments done, the time left) is kept under the progress lines.
+	Terminal bool
 }
 
 // Run is the outcome of one invocation over a set of experiments.
 type Run struct {
-	ID       string              `json:"id"`
-	Dir      string              `json:"dir"`
-	Runtime  string              `json:"runtime"`
-	Parallel int                 `json:"parallel"`
-	Started  time.Time           `json:"started"`
-	WallMS   int64               `json:"wall_ms"`
-	Results  []*ExperimentResult `json:"experiments"`
+	ID       string    `json:"id"`
+	Dir      string    `json:"dir"`
+	Runtime  string    `json:"runtime"`
+	Parallel int       `json:"parallel"`
+	Started  time.Time `json:"started"`
+	WallMS   int64     `json:"wall_ms"`
+	// Interrupted is set when the run was cancelled (Ctrl-C, SIGTERM)
+	// before every experiment finished.
+	Interrupted bool                `json:"interrupted,omitempty"`
+	Results     []*ExperimentResult `json:"experiments"`
 }
 
 // ExperimentResult is one experiment's outcome. Verdict is nil when the
 // harness failed (Error says why).
 type ExperimentResult struct {
-	Name      string         `json:"name"`
-	Dir       string         `json:"dir"`
-	Expected  string         `json:"expected"`
-	Verdict   *check.Verdict `json:"-"`
-	Met       bool           `json:"met"`
-	Reasons   []string       `json:"reasons,omitempty"`
-	Error     string         `json:"error,omitempty"`
-	Wall      time.Duration  `json:"-"`
-	Scheduled time.Duration  `json:"-"`
+	Name     string         `json:"name"`
+	Dir      string         `json:"dir"`
+	Expected string         `json:"expected"`
+	Verdict  *check.Verdict `json:"-"`
+	Met      bool           `json:"met"`
+	Reasons  []string       `json:"reasons,omitempty"`
+	Error    string         `json:"error,omitempty"`
+	// Partial says why the experiment's records are incomplete (see
+	// PartialFile); empty when they are whole.
+	Partial   string        `json:"partial,omitempty"`
+	Wall      time.Duration `json:"-"`
+	Scheduled time.Duration `json:"-"`
 }
 
 // Outcome classifies a run for its exit code.
@@ -83,6 +93,8 @@ func (r *Run) Outcome() Outcome {
 		case x.Verdict == nil:
 			o = HarnessError
 		case x.Met:
+		case x.Partial != "": // cut short: the verdict says nothing of the fault
+			o = NotMet
 		case x.Verdict.Verdict == check.Inconclusive:
 			o = Inconclusive
 		default:
@@ -95,14 +107,26 @@ func (r *Run) Outcome() Outcome {
 
 // Execute runs the plans and writes the results folder. It returns an error
 // only when the results folder itself cannot be written; failures of single
-// experiments are in their results.
+// experiments are in their results. A cancelled ctx interrupts the run: what
+// the running experiments recorded is kept, judged and marked partial.
+//
+// Without Options.NewRuntime, agents run on the local runtime as child
+// processes of this very executable, started with "agent ROLE ...": a test
+// binary serves as them when its TestMain calls roles.RunIfAgent.
 func Execute(ctx context.Context, opts Options, plans []*spec.Plan) (*Run, error) {
+	if opts.NewRuntime == nil {
+		f, err := LocalRuntime()
+		if err != nil {
+			return nil, err
+		}
+		opts.NewRuntime, opts.Runtime = f, cmp.Or(opts.Runtime, "local")
+	}
 	run := &Run{ID: newRunID(), Runtime: opts.Runtime, Parallel: max(opts.Parallel, 1), Started: time.Now()}
 	run.Dir = filepath.Join(opts.Out, run.ID)
 	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("results folder: %w", err)
 	}
-	prog := newProgress(opts.Progress)
+	prog := newProgress(opts.Progress, opts.Terminal, plans, run.Parallel)
 	run.Results = make([]*ExperimentResult, len(plans))
 	sem := make(chan struct{}, run.Parallel)
 	var wg sync.WaitGroup
@@ -110,11 +134,15 @@ func Execute(ctx context.Context, opts Options, plans []*spec.Plan) (*Run, error
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			prog.start(i)
 			run.Results[i] = runOne(ctx, opts, run, p, prog)
+			prog.done(i, run.Results[i].Wall)
 		})
 	}
 	wg.Wait()
+	prog.close()
 	run.WallMS = time.Since(run.Started).Milliseconds()
+	run.Interrupted = errors.Is(ctx.Err(), context.Canceled)
 	return run, writeReports(run)
 }
 
@@ -125,7 +153,7 @@ func runOne(ctx context.Context, opts Options, run *Run, p *spec.Plan, prog *pro
 	say := func(format string, args ...any) { prog.say(name, clock, format, args...) }
 	fail := func(err error) *ExperimentResult {
 		say("harness error: %v", err)
-		return &ExperimentResult{Name: name, Dir: dir, Expected: p.Expect.Verdict, Error: err.Error()}
+		return &ExperimentResult{Name: name, Dir: dir, Expected: p.Expect.Verdict, Error: err.Error(), Wall: clock.Now()}
 	}
 	if ctx.Err() != nil {
 		return fail(fmt.Errorf("not started: %w", context.Cause(ctx)))

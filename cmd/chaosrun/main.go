@@ -25,6 +25,9 @@ const (
 	exitInconclusive = 2 // some experiment inconclusive where a verdict was expected
 	exitInvalid      = 3 // invalid input (experiment files, flags, result folders)
 	exitHarness      = 4 // the harness itself failed
+	// exitInterrupted is the shell's code for a process ended by SIGINT
+	// (128 + 2): the run was interrupted, its results are partial.
+	exitInterrupted = 130
 )
 
 // exitError carries an exit code through cobra.
@@ -46,6 +49,13 @@ func withCode(code int, err error) error {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C ends the process at once
+		if len(os.Args) > 1 && os.Args[1] != "agent" {
+			fmt.Fprintln(os.Stderr, "chaosrun: interrupted; keeping what the running experiments recorded (Ctrl-C again to quit at once)")
+		}
+	}()
 	os.Exit(execute(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -184,18 +184,36 @@ func TestInterruptedRunLeavesNoAgentBehind(t *testing.T) {
 	done := make(chan int, 1)
 	var stdout, stderr syncBuffer
 	go func() { done <- execute(ctx, []string{"run", "--out", out, path}, &stdout, &stderr) }()
-	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "workload:") },
-		20*time.Second, 10*time.Millisecond, "the workload starts")
+	require.Eventually(t, func() bool {
+		hist, _ := filepath.Glob(filepath.Join(out, "*", "tiny", "state", "client", "history.jsonl"))
+		if len(hist) == 0 {
+			return false
+		}
+		b, _ := os.ReadFile(hist[0])
+		return strings.Contains(string(b), `"kind":"invoke"`)
+	}, 20*time.Second, 10*time.Millisecond, "the client invokes its call")
 	require.NotEmpty(t, children(t), "agents run while the experiment does")
 	cancel() // what Ctrl-C does through signal.NotifyContext
 	select {
 	case code := <-done:
-		assert.Equal(t, exitHarness, code, stderr.String())
-	case <-time.After(30 * time.Second):
+		assert.Equal(t, exitInterrupted, code, stderr.String())
+	case <-time.After(60 * time.Second):
 		t.Fatal("the run did not end after its context was cancelled")
 	}
 	assert.Empty(t, children(t), "no agent outlives the run")
-	assert.Contains(t, stdout.String(), "harness error")
+	assert.Contains(t, stderr.String(), "interrupted")
+	assert.Contains(t, stdout.String(), "(partial) | **no** |")
+
+	// What the interrupted run left is judged again, marked partial.
+	runs, err := os.ReadDir(out)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	runDir := filepath.Join(out, runs[0].Name())
+	assert.FileExists(t, filepath.Join(runDir, "tiny", "partial.json"))
+	code, report, stderrReport := chaosrun(t, "report", runDir)
+	assert.Equal(t, exitNotMet, code, stderrReport)
+	assert.Regexp(t, `\| tiny \| fail \| \w+ \(partial\) \| \*\*no\*\* \|`, report)
+	assert.Contains(t, report, "partial results: interrupted at")
 }
 
 // syncBuffer is a bytes.Buffer safe to read while a run writes to it.

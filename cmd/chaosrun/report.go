@@ -1,24 +1,41 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/chaosrun/chaosrun/harness"
 	"github.com/spf13/cobra"
 )
 
 func newReportCmd() *cobra.Command {
-	return &cobra.Command{
+	var html bool
+	cmd := &cobra.Command{
 		Use:   "report DIR",
 		Short: "Judge a saved run (or one experiment's folder) again, offline, from its recorded files",
 		Long: `Report reads history.jsonl, ledger.jsonl, faults.jsonl and timings.json of every experiment
 in DIR, judges them again with the checker, compares the result with the saved verdict.json,
-and checks it against the experiment's expect: block. Nothing is run and nothing is changed.`,
-		Args: cobra.ExactArgs(1),
+and checks it against the experiment's expect: block. Nothing is run and nothing is changed,
+except that --html writes each experiment's timeline.html and the run's index.html again.
+Experiments an interrupted run left are judged from what they recorded and marked partial.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return withCode(exitInvalid, fmt.Errorf("report: give one results folder to judge again, as in: chaosrun report results/<run-id> (a run's folder, or one experiment's); got %d", len(args)))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			run, err := harness.Rejudge(args[0])
 			if err != nil {
 				return withCode(exitInvalid, err)
 			}
+			if html {
+				if err := harness.WriteHTML(run); err != nil {
+					return withCode(exitHarness, err)
+				}
+			}
 			return finish(cmd, run, "")
 		},
 	}
+	cmd.Flags().BoolVar(&html, "html", false, "also write each experiment's timeline.html and the run's index.html")
+	return cmd
 }

@@ -10,8 +10,6 @@ import (
 	"runtime"
 
 	"github.com/chaosrun/chaosrun/harness"
-	"github.com/chaosrun/chaosrun/harness/agent"
-	"github.com/chaosrun/chaosrun/harness/local"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/spf13/cobra"
 )
@@ -59,6 +57,9 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.junit, "junit", "", "also write the JUnit report to this path")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines, only the summary")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "agents log at debug level; progress names every agent's URL and log")
+	_ = cmd.RegisterFlagCompletionFunc("runtime", cobra.FixedCompletions(
+		[]string{"local\tagents as child processes on 127.0.0.1", "docker\tagents in containers on a private network"},
+		cobra.ShellCompDirectiveNoFileComp))
 	f.docker.register(cmd)
 }
 
@@ -112,7 +113,7 @@ func (f *runFlags) execute(cmd *cobra.Command, plans []*spec.Plan) (*harness.Run
 		return nil, err
 	}
 	opts := harness.Options{Out: f.out, Runtime: f.runtime, NewRuntime: factory, Parallel: f.parallel,
-		Progress: cmd.ErrOrStderr(), Verbose: f.verbose}
+		Progress: cmd.ErrOrStderr(), Verbose: f.verbose, Terminal: isTerminal(cmd.ErrOrStderr())}
 	if f.quiet {
 		opts.Progress = nil
 	}
@@ -127,11 +128,8 @@ func (f *runFlags) execute(cmd *cobra.Command, plans []*spec.Plan) (*harness.Run
 func (f *runFlags) factory(cmd *cobra.Command) (harness.RuntimeFactory, error) {
 	switch f.runtime {
 	case "local":
-		bin, err := os.Executable()
-		if err != nil {
-			return nil, withCode(exitHarness, err)
-		}
-		return func(context.Context, string, string) (agent.Runtime, error) { return local.New(bin), nil }, nil
+		factory, err := harness.LocalRuntime()
+		return factory, withCode(exitHarness, err)
 	case "docker":
 		logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		return f.docker.factory(cmd.Context(), logger)
@@ -146,6 +144,9 @@ func finish(cmd *cobra.Command, run *harness.Run, junit string) error {
 		return withCode(exitHarness, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "\nresults: %s\n", run.Dir)
+	if err := appendStepSummary(run); err != nil {
+		return withCode(exitHarness, err)
+	}
 	if junit != "" {
 		b, err := os.ReadFile(filepath.Join(run.Dir, harness.JUnitFile))
 		if err == nil {
@@ -157,6 +158,9 @@ func finish(cmd *cobra.Command, run *harness.Run, junit string) error {
 		if err != nil {
 			return withCode(exitHarness, fmt.Errorf("--junit: %w", err))
 		}
+	}
+	if errors.Is(cmd.Context().Err(), context.Canceled) {
+		return withCode(exitInterrupted, fmt.Errorf("interrupted: the results so far are marked partial in %s; judge them with: chaosrun report %s", run.Dir, run.Dir))
 	}
 	switch run.Outcome() {
 	case harness.HarnessError:

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -16,6 +18,10 @@ const defaultExperiments = "experiments"
 // problem in every file is an invalid-input error.
 func loadExperiments(paths []string) ([]*spec.Experiment, error) {
 	if len(paths) == 0 {
+		if _, err := os.Stat(defaultExperiments); errors.Is(err, fs.ErrNotExist) {
+			wd, _ := os.Getwd()
+			return nil, withCode(exitInvalid, fmt.Errorf("no %s/ folder in %s: name experiment files or folders, as in: chaosrun run path/to/experiment.yaml (the library is the experiments/ folder of the chaosrun repository)", defaultExperiments, wd))
+		}
 		paths = []string{defaultExperiments}
 	}
 	exps, err := spec.LoadPaths(paths)

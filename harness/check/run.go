@@ -24,6 +24,11 @@ const (
 	FaultsFile  = "faults.jsonl"
 	// TimingsFile holds the run's timings as {"wall_ms": N, "scheduled_ms": M}.
 	TimingsFile = "timings.json"
+	// The agents' own files, which an interrupted run leaves in their state
+	// folders instead of HistoryFile and LedgerFile (the ledger store's log
+	// has the ledger export's format).
+	StateHistoryFile = "state/client/history.jsonl"
+	StateLedgerFile  = "state/ledger/ledger.log"
 )
 
 // Timings is the content of timings.json: what the runner measured and
@@ -35,10 +40,12 @@ type Timings struct {
 
 // LoadRun reads an experiment's result folder into the input it was judged
 // on: history.jsonl (required unless wire.jsonl is there: a client of the
-// user's own writes none) and ledger.jsonl (required), faults.jsonl (absent means
-// no fault was injected), wire.jsonl (absent for a run recorded without the
-// wire observer), the workload's ops from workload.json (absent: the
-// built-in tools' [DefaultOps]) and the timings. Timings come from timings.json,
+// user's own writes none) and ledger.jsonl (required; where an interrupted
+// run left them only in the agents' state folders, StateHistoryFile and
+// StateLedgerFile), faults.jsonl (absent means no fault was injected),
+// wire.jsonl (absent for a run recorded without the wire observer), the
+// workload's ops from workload.json (absent: the built-in tools'
+// [DefaultOps]) and the timings. Timings come from timings.json,
 // else from the wall_ms and scheduled_ms figures of verdict.json, else are
 // zero. Judging the result gives the verdict.json the run wrote.
 func LoadRun(dir string) (Input, error) {
@@ -48,13 +55,13 @@ func LoadRun(dir string) (Input, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Input{}, fmt.Errorf("load run: %w", err)
 	}
-	in.History, err = history.Load(filepath.Join(dir, HistoryFile))
+	in.History, err = history.Load(present(dir, HistoryFile, StateHistoryFile))
 	// A client of the user's own writes no history: the wire's client edge
 	// is its account.
 	if err != nil && !(errors.Is(err, fs.ErrNotExist) && len(in.Wire) > 0) {
 		return Input{}, fmt.Errorf("load run: %w", err)
 	}
-	if in.Ledger, err = sideeffects.LoadLedger(filepath.Join(dir, LedgerFile)); err != nil {
+	if in.Ledger, err = sideeffects.LoadLedger(present(dir, LedgerFile, StateLedgerFile)); err != nil {
 		return Input{}, fmt.Errorf("load run: %w", err)
 	}
 	in.Faults, err = faults.LoadLog(filepath.Join(dir, FaultsFile))
@@ -71,6 +78,17 @@ func LoadRun(dir string) (Input, error) {
 	in.Wall = time.Duration(t.WallMS) * time.Millisecond
 	in.Scheduled = time.Duration(t.ScheduledMS) * time.Millisecond
 	return in, nil
+}
+
+// present is the path of name in dir, or of fallback when only it exists.
+func present(dir, name, fallback string) string {
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, fallback)); err == nil {
+			return filepath.Join(dir, fallback)
+		}
+	}
+	return path
 }
 
 func loadTimings(dir string) (Timings, error) {

@@ -435,7 +435,7 @@
     var f = D.figures;
     h.push('<p class="figures">' + [['calls', f.calls], ['charges', f.charges], ['duplicates', f.duplicates], ['orphaned results', f.orphaned_results],
       ['forks', f.forks], ['lost silently', f.events_lost_silent], ['lost in gaps', f.events_lost_surfaced], ['unknown', f.calls_unknown],
-      ['unresolved', f.calls_unresolved]].map(function (p) { return '<span' + (p[1] ? ' class="nz"' : '') + '>' + p[0] + ' <b>' + p[1] + '</b></span>'; }).join('') + '</p>');
+      ['unresolved', f.calls_unresolved]].map(function (p, i) { return '<span' + (p[1] && i >= 2 && i !== 7 ? ' class="nz"' : '') + '>' + p[0] + ' <b>' + p[1] + '</b></span>'; }).join('') + '</p>');
     h.push('<ul class="results">');
     (D.results || []).forEach(function (r, ri) {
       h.push('<li class="res ' + (r.status === 'held' ? 'held' : 'violated') + '" data-id="' + esc(r.id) + '"><span class="rid">' + esc(r.id) + '</span> <span class="st">' +

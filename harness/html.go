@@ -1,32 +1,21 @@
 package harness
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/harness/timeline"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
 )
 
 // writeTimeline writes res's timeline.html into its folder, drawn from in
-// (the records it was judged on), the run's wire.jsonl when there is one,
-// and res's verdict.
+// (the records it was judged on) and res's verdict.
 func writeTimeline(res *ExperimentResult, in check.Input) error {
 	x := timeline.Experiment{Name: res.Name, Expected: res.Expected, Met: res.Met, Reasons: res.Reasons,
 		Partial: res.Partial, Input: in, Verdict: *res.Verdict}
 	if saved, err := spec.Load(filepath.Join(res.Dir, ExperimentFile)); err == nil {
 		x.Description = saved.Description
-	}
-	recs, err := wire.Load(filepath.Join(res.Dir, wire.File))
-	switch {
-	case err == nil:
-		x.Wire = recs
-	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("timeline: %w", err)
 	}
 	return timeline.WriteFile(filepath.Join(res.Dir, timeline.File), x)
 }

@@ -100,8 +100,8 @@ func Judge(in Input) Verdict {
 	ledger := Account(in.Ledger, in.History, in.Ops)
 	ledger.lines = lines
 	var fromWire *Accounts
-	if len(in.Wire) > 0 {
-		w := Account(ledgerFromWire(in.Wire, in.Ops, serverKills(in.Faults)), in.History, in.Ops)
+	if derived := WireLedger(in); derived != nil {
+		w := Account(derived, in.History, in.Ops)
 		w.Source, w.lines = SourceWire, lines
 		fromWire = &w
 	}
@@ -139,6 +139,16 @@ func Judge(in Input) Verdict {
 		v.Verdict = Pass
 	}
 	return v
+}
+
+// WireLedger is the ledger [Judge] derives from the wire's server edge (see
+// fromwire.go): records of Source "wire" whose N is their wire line. It is
+// nil when in has no wire record.
+func WireLedger(in Input) []sideeffects.Record {
+	if len(in.Wire) == 0 {
+		return nil
+	}
+	return ledgerFromWire(in.Wire, in.Ops, serverKills(in.Faults))
 }
 
 // judgeOn judges one invariant on the accounts able to, as [Judge] says.

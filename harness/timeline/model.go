@@ -3,9 +3,7 @@ package timeline
 import (
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,29 +24,21 @@ type Experiment struct {
 	// Partial says why the records are incomplete (an interrupted run);
 	// empty when they are whole.
 	Partial string
+	// Input holds the records, wire.jsonl among them when the run has one.
 	Input   check.Input
-	// Wire is wire.jsonl, nil when the run recorded none.
-	Wire    []wire.Record
 	Verdict check.Verdict
 
 	_ struct{} // keyed literals only: the input grows
 }
 
-// Load reads an experiment's result folder: its records as check.LoadRun
-// reads them and wire.jsonl when there is one. The caller fills in what the
-// runner knows (name, expectation) and the verdict, usually check.Judge of
-// the input.
+// Load reads an experiment's result folder as check.LoadRun does and judges
+// it; the caller fills in what the runner knows (expectation, partial).
 func Load(dir string) (Experiment, error) {
 	in, err := check.LoadRun(dir)
 	if err != nil {
 		return Experiment{}, fmt.Errorf("timeline: %w", err)
 	}
-	x := Experiment{Name: filepath.Base(dir), Input: in}
-	x.Wire, err = wire.Load(filepath.Join(dir, wire.File))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return Experiment{}, fmt.Errorf("timeline: %w", err)
-	}
-	return x, nil
+	return Experiment{Name: filepath.Base(dir), Input: in, Verdict: check.Judge(in)}, nil
 }
 
 // The record files a mark refers to, as the page numbers them.
@@ -101,7 +91,11 @@ type result struct {
 	ID       string     `json:"id"`
 	Status   string     `json:"status"`
 	Summary  string     `json:"summary"`
-	Evidence []evidence `json:"evidence,omitempty"`
+	// Account is the account that judged it (ledger, wire, both, history);
+	// Disagreement what the wire's said when it differs from the ledger's.
+	Account      string     `json:"account,omitempty"`
+	Disagreement string     `json:"disagreement,omitempty"`
+	Evidence     []evidence `json:"evidence,omitempty"`
 	Omitted  int        `json:"omitted,omitempty"`
 }
 
@@ -158,24 +152,41 @@ type mark struct {
 const maxRangeRefs = 50
 
 // build turns an experiment into the page's data.
+//
+// The accounts are the checker's: the ledger's, and the one it derives from
+// the wire's server edge (check.WireLedger). Sessions, calls, losses and
+// forks are drawn from the ledger's, or from the wire's for a run whose
+// server keeps no ledger; the wire's side effects, with its duplicates and
+// orphans, are drawn in each client's wire row beside the raw wire records.
 func build(x Experiment) *page {
 	in := &x.Input
-	acc := check.Account(in.Ledger, in.History)
 	p := &page{
 		Name: x.Name, Description: strings.TrimSpace(x.Description), Expected: x.Expected, Met: x.Met,
 		Reasons: x.Reasons, Partial: x.Partial, Verdict: x.Verdict.Verdict, Figures: x.Verdict.Figures,
-		Files: fileNames, HasWire: x.Wire != nil,
+		Files: fileNames, HasWire: len(in.Wire) > 0,
 	}
 	p.records(x)
 	p.EndUS = endOf(x)
 	b := &builder{p: p, lanes: map[string]*lane{}, sessionClient: map[string]string{}}
-	b.sessions(acc.Sessions, in.History)
-	b.calls(&acc)
-	b.history(in.History, &acc)
-	b.ledger(in.Ledger, &acc)
-	b.losses(&acc, in.Ledger, in.History)
-	b.forks(acc.Forks)
-	b.wire(x.Wire)
+	primary := side{recs: in.Ledger, acc: check.Account(in.Ledger, in.History, in.Ops), file: fileLedger}
+	var fromWire *side
+	if derived := check.WireLedger(*in); derived != nil {
+		fromWire = &side{recs: derived, acc: check.Account(derived, in.History, in.Ops), file: fileWire, wireRow: true}
+		if len(in.Ledger) == 0 {
+			primary, fromWire = *fromWire, nil
+			primary.wireRow = false
+		}
+	}
+	b.sessions(&primary, in.History)
+	b.calls(&primary.acc)
+	b.history(in.History, &primary.acc)
+	b.sideEffects(&primary)
+	b.losses(&primary, in.History)
+	b.forks(&primary)
+	if fromWire != nil {
+		b.sideEffects(fromWire)
+	}
+	b.wire(in.Wire)
 	b.faults(in.Faults)
 	p.Lanes = b.ordered()
 	p.Results = linkResults(x.Verdict, in.Faults)
@@ -191,8 +202,8 @@ func (p *page) records(x Experiment) {
 	for _, r := range x.Input.Ledger {
 		p.Lines[fileLedger] = append(p.Lines[fileLedger], r.N)
 	}
-	p.Records[fileWire] = rawLines(x.Wire)
-	for _, r := range x.Wire {
+	p.Records[fileWire] = rawLines(x.Input.Wire)
+	for _, r := range x.Input.Wire {
 		p.Lines[fileWire] = append(p.Lines[fileWire], r.N)
 	}
 }
@@ -218,7 +229,7 @@ func endOf(x Experiment) int64 {
 	for _, f := range x.Input.Faults {
 		end = max(end, f.StartUS, f.EndUS)
 	}
-	for _, w := range x.Wire {
+	for _, w := range x.Input.Wire {
 		end = max(end, w.TUS)
 	}
 	return max(end, 1)

@@ -42,9 +42,20 @@ const (
 	kindWireBad      = "wire_malformed"
 )
 
-// sessions makes a row for every session: the ledger's, with its life on
-// the server, then any the history names that the ledger does not.
-func (b *builder) sessions(spans []check.SessionSpan, hist []history.Record) {
+// side is one account of what the server did: its records (the ledger, or
+// the one derived from the wire), the checker's account of them, the file
+// their N numbers, and whether they are drawn in the wire rows.
+type side struct {
+	recs    []sideeffects.Record
+	acc     check.Accounts
+	file    int64
+	wireRow bool
+}
+
+// sessions makes a row for every session: the account's, with its life on
+// the server, then any the history names that the account does not.
+func (b *builder) sessions(sd *side, hist []history.Record) {
+	spans := sd.acc.Sessions
 	for _, h := range hist {
 		if h.Session != "" && b.sessionClient[h.Session] == "" {
 			b.sessionClient[h.Session] = h.Client
@@ -58,10 +69,10 @@ func (b *builder) sessions(spans []check.SessionSpan, hist []history.Record) {
 		b.sessionClient[s.ID] = client
 		l := b.lane(client)
 		r := &l.Rows[b.sessionRow(l, s.ID)]
-		r.From, r.Refs = s.OpenedUS, []ref{{fileLedger, s.Opened}}
+		r.From, r.Refs = s.OpenedUS, []ref{{sd.file, s.Opened}}
 		r.To = sessionEnd(s)
 		if s.Closed != 0 {
-			r.Refs = append(r.Refs, ref{fileLedger, s.Closed})
+			r.Refs = append(r.Refs, ref{sd.file, s.Closed})
 		}
 		if !s.Claimed {
 			r.State = "unclaimed"
@@ -151,8 +162,9 @@ func (b *builder) history(hist []history.Record, acc *check.Accounts) {
 	}
 }
 
-// ledger draws what the server and its tools did.
-func (b *builder) ledger(recs []sideeffects.Record, acc *check.Accounts) {
+// sideEffects draws what the server and its tools did, as one account says.
+func (b *builder) sideEffects(sd *side) {
+	recs, acc := sd.recs, &sd.acc
 	dup := map[int64]bool{}
 	for _, d := range acc.Duplicates {
 		for _, n := range d.Charges {
@@ -169,7 +181,7 @@ func (b *builder) ledger(recs []sideeffects.Record, acc *check.Accounts) {
 	tools := map[check.StreamKey]int{} // running tools, to their mark
 	for i := range recs {
 		r := &recs[i]
-		m := mark{T: r.TUS, Refs: []ref{{fileLedger, r.N}}}
+		m := mark{T: r.TUS, Refs: []ref{{sd.file, r.N}}}
 		switch r.Kind {
 		case sideeffects.KindCharge:
 			m.Kind, m.Label = kindCharge, fmt.Sprintf("charge of order %s, %d cents", r.OrderID, r.AmountCents)
@@ -185,7 +197,7 @@ func (b *builder) ledger(recs []sideeffects.Record, acc *check.Accounts) {
 			key := check.StreamKey{Session: r.Session, RequestID: r.RequestID}
 			if j, ok := tools[key]; ok {
 				t := &b.p.Marks[j]
-				t.End, t.State, t.Refs = r.TUS, "finished", append(t.Refs, ref{fileLedger, r.N})
+				t.End, t.State, t.Refs = r.TUS, "finished", append(t.Refs, ref{sd.file, r.N})
 				t.Label += ", finished: " + r.Reason
 				delete(tools, key)
 			}
@@ -202,7 +214,13 @@ func (b *builder) ledger(recs []sideeffects.Record, acc *check.Accounts) {
 		default:
 			continue
 		}
+		if sd.file == fileWire {
+			m.Label += " (from the wire)"
+		}
 		l, row := b.place(r.Client, r.Session)
+		if sd.wireRow {
+			row = b.wireRow(l)
+		}
 		b.add(l, row, m)
 	}
 }
@@ -210,7 +228,8 @@ func (b *builder) ledger(recs []sideeffects.Record, acc *check.Accounts) {
 // losses draws the events the checker found lost: silently, in red, and
 // inside the gaps the client surfaced, in amber, over the time the server
 // emitted them.
-func (b *builder) losses(acc *check.Accounts, recs []sideeffects.Record, hist []history.Record) {
+func (b *builder) losses(sd *side, hist []history.Record) {
+	acc, recs := &sd.acc, sd.recs
 	byN := make(map[int64]*sideeffects.Record, len(recs))
 	emitted := map[check.StreamKey][]*sideeffects.Record{}
 	for i := range recs {
@@ -231,7 +250,7 @@ func (b *builder) losses(acc *check.Accounts, recs []sideeffects.Record, hist []
 					m.span(r.TUS)
 				}
 				if len(m.Refs) < maxRangeRefs {
-					m.Refs = append(m.Refs, ref{fileLedger, e.N})
+					m.Refs = append(m.Refs, ref{sd.file, e.N})
 				}
 			}
 			if s.Later > 0 {
@@ -247,7 +266,7 @@ func (b *builder) losses(acc *check.Accounts, recs []sideeffects.Record, hist []
 				if r.EventID > g.FromEventID && r.EventID <= g.ToEventID {
 					m.span(r.TUS)
 					if len(m.Refs) < maxRangeRefs {
-						m.Refs = append(m.Refs, ref{fileLedger, r.N})
+						m.Refs = append(m.Refs, ref{sd.file, r.N})
 					}
 				}
 			}
@@ -267,12 +286,12 @@ func (m *mark) span(t int64) {
 	m.T, m.End = min(m.T, t), max(m.End, t)
 }
 
-func (b *builder) forks(forks []check.Fork) {
-	for _, f := range forks {
+func (b *builder) forks(sd *side) {
+	for _, f := range sd.acc.Forks {
 		l := b.lane(f.Client)
 		m := mark{Kind: kindFork, T: f.New.OpenedUS, End: sessionEnd(f.Live),
 			Label: fmt.Sprintf("session %s opened while session %s was live", f.New.ID, f.Live.ID),
-			Refs:  []ref{{fileLedger, f.Live.Opened}, {fileLedger, f.New.Opened}}}
+			Refs:  []ref{{sd.file, f.Live.Opened}, {sd.file, f.New.Opened}}}
 		if m.End == 0 || m.End < m.T {
 			m.End = b.p.EndUS
 		}
@@ -280,8 +299,8 @@ func (b *builder) forks(forks []check.Fork) {
 	}
 }
 
-// wireRow is the key of a lane's wire row among its session rows.
-const wireRow = "\x00wire"
+// wireKey is the key of a lane's wire row among its session rows.
+const wireKey = "\x00wire"
 
 // wire draws what crossed the proxy's edges, in the row of the client whose
 // connection it was: the connection's session, or the client name its
@@ -326,14 +345,18 @@ func (b *builder) wire(recs []wire.Record) {
 			continue
 		}
 		l := b.lane(owner[connKey{r.Edge, r.Conn}])
-		i, ok := l.rowOf[wireRow]
-		if !ok {
-			l.Rows = append(l.Rows, row{Kind: rowWire})
-			i = len(l.Rows) - 1
-			l.rowOf[wireRow] = i
-		}
-		b.add(l, i, m)
+		b.add(l, b.wireRow(l), m)
 	}
+}
+
+// wireRow returns the row of a lane for the wire, adding it.
+func (b *builder) wireRow(l *lane) int {
+	if i, ok := l.rowOf[wireKey]; ok {
+		return i
+	}
+	l.Rows = append(l.Rows, row{Kind: rowWire})
+	l.rowOf[wireKey] = len(l.Rows) - 1
+	return len(l.Rows) - 1
 }
 
 func wireRequestLabel(r *wire.Record) string {
@@ -383,7 +406,7 @@ var (
 func linkResults(v check.Verdict, entries []faults.Entry) []result {
 	var out []result
 	for _, r := range append(append([]check.Result(nil), v.Assumptions...), v.Invariants...) {
-		res := result{ID: r.ID, Status: r.Status, Summary: r.Summary, Omitted: r.Omitted}
+		res := result{ID: r.ID, Status: r.Status, Summary: r.Summary, Account: r.Account, Disagreement: r.Disagreement, Omitted: r.Omitted}
 		for _, e := range r.Evidence {
 			res.Evidence = append(res.Evidence, evidence{Text: e, Refs: evidenceRefs(e, entries)})
 		}

@@ -4,7 +4,7 @@
   'use strict';
   var D = JSON.parse(document.getElementById('data').textContent);
   var FILE_CODE = ['h', 'l', 'f', 'w'];
-  var LABEL_W = 190, CALL_H = 18, SESSION_H = 33, WIRE_H = 12, LANE_GAP = 7, AXIS_H = 34;
+  var LABEL_W = 190, CALL_H = 18, SESSION_H = 33, WIRE_H = 33, GROUP_WIRE_H = 12, LANE_GAP = 7, AXIS_H = 34;
   // A session row has three tracks: what the client saw, the side effects,
   // and what the server did.
   var TRACK = { charge: 1, dedup: 1, tool: 2, result: 2, dropped: 2, session_close: 2 };
@@ -65,7 +65,7 @@
   // Layout: every lane on its own, or groups of lanes past GROUP_AT.
   var featured = new Set();
   (D.results || []).forEach(function (res) {
-    if (res.status === 'held') return;
+    if (res.status !== 'violated') return;
     (res.evidence || []).forEach(function (e) {
       marksOf(e.refs || []).forEach(function (i) { if (featured.size < FEATURED) featured.add(D.marks[i].c); });
     });
@@ -219,7 +219,7 @@
           if (x1 > x0) out.push('<rect class="span' + (r.state ? ' s-' + r.state : '') + '" data-refs="' + refsAttr(span) + '" x="' + x0 + '" y="' + (ry + 1) + '" width="' + (x1 - x0) + '" height="' + (rh - 2) + '"/>');
         }
       } else if (r.kind === 'wire') {
-        out.push('<text class="row-label" x="22" y="' + (ry + 9) + '">wire</text>');
+        out.push('<text class="row-label" x="22" y="' + (ry + 13) + '">wire (both edges)</text>');
       } else {
         out.push('<text class="row-label" x="22" y="' + (ry + 26) + '"></text>');
       }
@@ -229,7 +229,7 @@
         if (m.k === 'tool') out.push(rangeEl(m, i, w, ry + 22, 11, 2));
         else out.push(rangeEl(m, i, w, ry, rh, m.k === 'call' ? 3 : 1));
       });
-      out.push(points(rowMarks[ri], w, ry, rh, r.kind === 'session'), '</g>');
+      out.push(points(rowMarks[ri], w, ry, rh, r.kind !== 'calls'), '</g>');
     });
     out.push('</g>');
     return { svg: out.join(''), h: y - h0 };
@@ -260,7 +260,7 @@
       });
     });
     var label = (openGroups.has(gi) ? '▾ ' : '▸ ') + item.group.length + ' clients: ' + item.name;
-    out.push('<g class="group" data-group="' + gi + '"><rect class="lane-bg" x="0" y="' + y + '" width="' + (LABEL_W + w) + '" height="' + (CALL_H * 2 + SESSION_H + (wires.length ? WIRE_H : 0)) + '"/>');
+    out.push('<g class="group" data-group="' + gi + '"><rect class="lane-bg" x="0" y="' + y + '" width="' + (LABEL_W + w) + '" height="' + (CALL_H * 2 + SESSION_H + (wires.length ? GROUP_WIRE_H : 0)) + '"/>');
     out.push('<text class="lane-label group-label" data-group="' + gi + '" x="6" y="' + (y + 13) + '">' + esc(label) + '</text>');
     var max = 1;
     for (var b = 0; b < bins; b++) max = Math.max(max, counts[0][b] + counts[1][b] + counts[2][b] + counts[3][b]);
@@ -283,8 +283,8 @@
     out.push(points(activity, w, y, SESSION_H, true), '</g>');
     y += SESSION_H;
     if (wires.length) {
-      out.push('<g class="row row-wire"><rect class="row-bg" x="' + LABEL_W + '" y="' + y + '" width="' + w + '" height="' + WIRE_H + '"/>' + points(wires, w, y, WIRE_H) + '</g>');
-      y += WIRE_H;
+      out.push('<g class="row row-wire"><rect class="row-bg" x="' + LABEL_W + '" y="' + y + '" width="' + w + '" height="' + GROUP_WIRE_H + '"/>' + points(wires, w, y, GROUP_WIRE_H) + '</g>');
+      y += GROUP_WIRE_H;
     }
     out.push('</g>');
     if (openGroups.has(gi)) {
@@ -438,8 +438,9 @@
       ['unresolved', f.calls_unresolved]].map(function (p, i) { return '<span' + (p[1] && i >= 2 && i !== 7 ? ' class="nz"' : '') + '>' + p[0] + ' <b>' + p[1] + '</b></span>'; }).join('') + '</p>');
     h.push('<ul class="results">');
     (D.results || []).forEach(function (r, ri) {
-      h.push('<li class="res ' + (r.status === 'held' ? 'held' : 'violated') + '" data-id="' + esc(r.id) + '"><span class="rid">' + esc(r.id) + '</span> <span class="st">' +
-        esc(r.status) + '</span> ' + esc(r.summary));
+      h.push('<li class="res ' + (r.status === 'violated' ? 'violated' : r.status === 'held' ? 'held' : 'unjudged') + '" data-id="' + esc(r.id) + '"><span class="rid">' + esc(r.id) + '</span> <span class="st">' +
+        esc(r.status.replace('_', ' ')) + '</span> ' + esc(r.summary) + (r.account ? ' <span class="acct">(' + esc(r.account) + ')</span>' : '') +
+        (r.disagreement ? ' <span class="disagree">the wire says: ' + esc(r.disagreement) + '</span>' : ''));
       if (r.evidence && r.evidence.length) {
         h.push('<ul>');
         r.evidence.forEach(function (e, ei) {
@@ -495,5 +496,6 @@
   header();
   legend();
   draw();
-  window.chaosrunTimeline = { view: view, ready: true };
+  // drawnAt is when the first drawing was done, in ms since navigation began.
+  window.chaosrunTimeline = { view: view, ready: true, drawnAt: performance.now() };
 })();

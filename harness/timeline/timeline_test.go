@@ -1,0 +1,198 @@
+package timeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/targets/history"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// doubleCharge is a saved run of experiments/double-charge-lb-idle.yaml.
+const doubleCharge = "testdata/double-charge-lb-idle"
+
+func loadDoubleCharge(t *testing.T) Experiment {
+	t.Helper()
+	x, err := Load(doubleCharge)
+	require.NoError(t, err)
+	return x
+}
+
+// TestPageDataMatchesGolden pins what the page is given to draw for the
+// double-charge incident: lanes, rows, marks and their records. Run with
+// -update after a deliberate change.
+func TestPageDataMatchesGolden(t *testing.T) {
+	got, err := json.MarshalIndent(build(loadDoubleCharge(t)), "", " ")
+	require.NoError(t, err)
+	golden := filepath.Join("testdata", "double-charge-lb-idle.page.json")
+	if *update {
+		require.NoError(t, os.WriteFile(golden, append(got, '\n'), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(got))
+}
+
+func marksOf(p *page, kind string) []mark {
+	var out []mark
+	for _, m := range p.Marks {
+		if m.Kind == kind {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestDoubleChargeMarksComeFromTheAccount(t *testing.T) {
+	x := loadDoubleCharge(t)
+	p := build(x)
+	require.Len(t, p.Lanes, 1)
+	l := p.Lanes[0]
+	assert.Equal(t, "c1", l.Client)
+	require.Len(t, l.Rows, 3, "a calls row and a row for each of the two sessions")
+
+	charges := marksOf(p, kindCharge)
+	require.Len(t, charges, 2)
+	for _, c := range charges {
+		assert.Equal(t, "dup", c.State, "both charges of the order charged twice are drawn as duplicates")
+	}
+	assert.Equal(t, []ref{{fileLedger, 8}}, charges[1].Refs)
+	assert.Equal(t, "184f76a1b56e355bc9f05107b6520fe3", l.Rows[charges[1].Row].Session, "the retry's charge is in the second session")
+
+	results := marksOf(p, kindResult)
+	require.Len(t, results, 2)
+	assert.Equal(t, "orphan", results[0].State)
+	assert.Equal(t, []ref{{fileLedger, 6}}, results[0].Refs)
+	assert.Equal(t, int64(4670139), results[0].T)
+	assert.Equal(t, "d60fc922f0c386e20ad915f1060ca678", l.Rows[results[0].Row].Session, "the original call's result lands in the abandoned session")
+
+	require.Len(t, marksOf(p, kindFork), 1)
+	require.Len(t, p.Faults, 1)
+	assert.Equal(t, fault{Kind: "idle_timeout", Target: "mcp", From: 109179, To: 6233234, Label: "fault 0: idle_timeout on mcp",
+		Refs: []ref{{fileFaults, 1}}}, p.Faults[0])
+
+	calls := marksOf(p, kindCall)
+	require.Len(t, calls, 1)
+	assert.Equal(t, "fail", calls[0].State)
+}
+
+func TestEvidenceIsLinkedToTheRecordsItNames(t *testing.T) {
+	x := loadDoubleCharge(t)
+	tests := []struct {
+		text string
+		want []ref
+	}{
+		{"ledger n=5, n=8: order c1-1 charged 2 times", []ref{{fileLedger, 5}, {fileLedger, 8}}},
+		{"history lines 4, 9: c1 invoked non-idempotent order c1-1 again", []ref{{fileHistory, 4}, {fileHistory, 9}}},
+		{"fault 0 (idle_timeout on mcp, [0.109s, 6.233s]) hit call c1-1 of c1 (history line 3): history line 5 stream_break reset",
+			[]ref{{fileHistory, 3}, {fileHistory, 5}, {fileFaults, 1}}},
+		{"wire n=12, n=40: order c1-1 invoked twice", []ref{{fileWire, 12}, {fileWire, 40}}},
+		{"no records named here", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.text, func(t *testing.T) {
+			assert.ElementsMatch(t, tc.want, evidenceRefs(tc.text, x.Input.Faults))
+		})
+	}
+}
+
+// TestPageIsSelfContained: the page opens from a file with no network, so it
+// names no address, loads no script or style, and carries its data inline.
+func TestPageIsSelfContained(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, loadDoubleCharge(t)))
+	page := b.String()
+	assert.NotContains(t, page, "http://")
+	assert.NotContains(t, page, "https://")
+	assert.NotRegexp(t, regexp.MustCompile(`\ssrc=|<link\b|@import|url\(`), page)
+	assert.Contains(t, page, `<script type="application/json" id="data">{"name":"double-charge-lb-idle"`)
+	assert.Equal(t, 1, strings.Count(page, "</script>\n<script>"), "data, then the script")
+
+	var idx bytes.Buffer
+	v := check.Judge(loadDoubleCharge(t).Input)
+	require.NoError(t, WriteIndex(&idx, Index{ID: "r1", Runtime: "local", Experiments: []Entry{
+		{Name: "double-charge-lb-idle", Expected: "fail", Met: true, Verdict: &v, Timeline: "double-charge-lb-idle/timeline.html"},
+		{Name: "broken", Expected: "pass", Error: "server did not start"},
+	}}))
+	assert.NotContains(t, idx.String(), "http")
+	assert.Contains(t, idx.String(), `<a href="double-charge-lb-idle/timeline.html">double-charge-lb-idle</a>`)
+	assert.Contains(t, idx.String(), "harness error: server did not start")
+}
+
+// TestWireSideEffectsAreDrawn: a server that keeps no ledger is judged from
+// the wire, and the page draws the charges the checker derives from it in
+// the sessions' rows, the duplicate in red, with the wire lines they came
+// from; beside a ledger, they are drawn in the client's wire row.
+func TestWireSideEffectsAreDrawn(t *testing.T) {
+	hist := []history.Record{
+		{TUS: 10, Client: "c1", Kind: history.KindSessionNew, Session: "s1"},
+		{TUS: 20, Client: "c1", Kind: history.KindInvoke, Call: "c1-1", OrderID: "c1-1", Tool: "charge", Session: "s1", RequestID: "2", Attempt: 1},
+		{TUS: 60, Client: "c1", Kind: history.KindInvoke, Call: "c1-1", OrderID: "c1-1", Tool: "charge", Session: "s1", RequestID: "3", Attempt: 2},
+	}
+	ledger := []sideeffects.Record{{ID: "a", N: 1, TUS: 30, Kind: sideeffects.KindCharge, Session: "s1", Client: "c1", OrderID: "c1-1", AmountCents: 5}}
+	tests := []struct {
+		name   string
+		ledger []sideeffects.Record
+		row    string
+	}{
+		{"wire alone", nil, rowSession},
+		{"beside a ledger", ledger, rowWire},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := Experiment{Name: "wire", Input: check.Input{History: hist, Ledger: tc.ledger, Wire: wireCharges()}}
+			x.Verdict = check.Judge(x.Input)
+			p := build(x)
+			require.True(t, p.HasWire)
+			var dups []mark
+			for _, m := range marksOf(p, kindCharge) {
+				if m.Refs[0][0] != fileWire {
+					continue
+				}
+				assert.Equal(t, tc.row, p.Lanes[m.Lane].Rows[m.Row].Kind)
+				if m.State == "dup" {
+					dups = append(dups, m)
+				}
+			}
+			assert.Len(t, dups, 2, "the order invoked twice at the server")
+			assert.NotEmpty(t, marksOf(p, kindWireRequest))
+			assert.NotEmpty(t, marksOf(p, kindWireClose))
+		})
+	}
+}
+
+// wireCharges is a server edge where c1 initializes and calls charge for one
+// order twice.
+func wireCharges() []wire.Record {
+	args := json.RawMessage(`{"order_id":"c1-1","amount_cents":5}`)
+	call := func(n, t int64, conn int64, id string) []wire.Record {
+		return []wire.Record{
+			{N: n, TUS: t, Edge: wire.EdgeServer, Conn: conn, Kind: wire.KindRequest, Exchange: 1, Method: "POST", Path: "/mcp",
+				Header:   &wire.Header{SessionID: "s1"},
+				Messages: []wire.Message{{ID: id, Method: "tools/call", Tool: "charge", Args: args, ArgsDigest: "d1"}}},
+			{N: n + 1, TUS: t + 1, Edge: wire.EdgeServer, Conn: conn, Kind: wire.KindResponse, Exchange: 1, Status: 200,
+				Header: &wire.Header{SessionID: "s1", ContentType: "text/event-stream"}},
+		}
+	}
+	recs := []wire.Record{
+		{N: 1, TUS: 5, Edge: wire.EdgeServer, Conn: 1, Kind: wire.KindRequest, Exchange: 1, Method: "POST", Path: "/mcp",
+			Messages: []wire.Message{{ID: "1", Method: "initialize", ClientName: "c1", Protocol: "2025-11-25"}}},
+		{N: 2, TUS: 8, Edge: wire.EdgeServer, Conn: 1, Kind: wire.KindResponse, Exchange: 1, Status: 200,
+			Header: &wire.Header{SessionID: "s1"}, Messages: []wire.Message{{ID: "1", Response: true, Protocol: "2025-11-25"}}},
+	}
+	recs = append(recs, call(3, 20, 2, "2")...)
+	recs = append(recs, wire.Record{N: 5, TUS: 40, Edge: wire.EdgeServer, Conn: 2, Kind: wire.KindClose, End: wire.EndRST, By: wire.SideClient})
+	return append(recs, call(6, 60, 3, "3")...)
+}

@@ -88,15 +88,15 @@ type page struct {
 
 // result is an assumption or invariant with its evidence linked to records.
 type result struct {
-	ID       string     `json:"id"`
-	Status   string     `json:"status"`
-	Summary  string     `json:"summary"`
+	ID      string `json:"id"`
+	Status  string `json:"status"`
+	Summary string `json:"summary"`
 	// Account is the account that judged it (ledger, wire, both, history);
 	// Disagreement what the wire's said when it differs from the ledger's.
 	Account      string     `json:"account,omitempty"`
 	Disagreement string     `json:"disagreement,omitempty"`
 	Evidence     []evidence `json:"evidence,omitempty"`
-	Omitted  int        `json:"omitted,omitempty"`
+	Omitted      int        `json:"omitted,omitempty"`
 }
 
 type evidence struct {

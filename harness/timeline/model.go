@@ -79,9 +79,11 @@ type page struct {
 	Faults      []fault       `json:"faults"`
 	Marks       []mark        `json:"marks"`
 	Files       []string      `json:"files"`
-	// Records holds every record of each file as its JSON line, and Lines
-	// their numbers where they are not their positions (ledger, wire).
-	Records [][]string `json:"records"`
+	// Records holds every record of each file as its JSON line; the page
+	// keeps them apart from the data, as text it reads only when a record is
+	// shown. Lines are their numbers where they are not their positions
+	// (ledger, wire).
+	Records [][]string `json:"-"`
 	Lines   [][]int64  `json:"lines"`
 	HasWire bool       `json:"has_wire"`
 }
@@ -164,6 +166,7 @@ func build(x Experiment) *page {
 		Name: x.Name, Description: strings.TrimSpace(x.Description), Expected: x.Expected, Met: x.Met,
 		Reasons: x.Reasons, Partial: x.Partial, Verdict: x.Verdict.Verdict, Figures: x.Verdict.Figures,
 		Files: fileNames, HasWire: len(in.Wire) > 0,
+		Faults: []fault{}, Marks: []mark{}, // the script reads empty lists, not null
 	}
 	p.records(x)
 	p.EndUS = endOf(x)

@@ -139,7 +139,7 @@ func (b *builder) history(hist []history.Record, acc *check.Accounts) {
 		case history.KindSessionLost:
 			m.Kind, m.State, m.Label = kindSessionLost, h.Reason, "session lost: "+h.Reason
 		case history.KindEvent:
-			m.Kind, m.Label = kindEvent, fmt.Sprintf("event %d, seq %d", h.EventID, h.Seq)
+			m.Kind = kindEvent // the page labels events from their records: there are many
 			if h.Seq <= 0 {
 				m.State = "priming"
 			}

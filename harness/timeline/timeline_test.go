@@ -2,6 +2,9 @@ package timeline
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"io"
 	"encoding/json"
 	"flag"
 	"os"
@@ -118,7 +121,16 @@ func TestPageIsSelfContained(t *testing.T) {
 	assert.NotContains(t, page, "https://")
 	assert.NotRegexp(t, regexp.MustCompile(`\ssrc=|<link\b|@import|url\(`), page)
 	assert.Contains(t, page, `<script type="application/json" id="data">{"name":"double-charge-lb-idle"`)
-	assert.Equal(t, 1, strings.Count(page, "</script>\n<script>"), "data, then the script")
+	m := regexp.MustCompile(`<script type="text/plain" id="records-1">([A-Za-z0-9+/=]+)</script>`).FindStringSubmatch(page)
+	require.NotNil(t, m, "the ledger's lines, inline")
+	z, err := base64.StdEncoding.DecodeString(m[1])
+	require.NoError(t, err)
+	zr, err := gzip.NewReader(bytes.NewReader(z))
+	require.NoError(t, err)
+	ledger, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	assert.Equal(t, 12, strings.Count(string(ledger), `"source":"reference"`), "every ledger record")
+	assert.Equal(t, 1, strings.Count(page, "<script>"), "one script, inline")
 
 	var idx bytes.Buffer
 	v := check.Judge(loadDoubleCharge(t).Input)

@@ -2,7 +2,9 @@
 // SVG. No network, no library: everything the page needs is in the file.
 (function () {
   'use strict';
+  var started = performance.now();
   var D = JSON.parse(document.getElementById('data').textContent);
+  var parsed = performance.now();
   var FILE_CODE = ['h', 'l', 'f', 'w'];
   var LABEL_W = 190, CALL_H = 18, SESSION_H = 33, WIRE_H = 33, GROUP_WIRE_H = 12, LANE_GAP = 7, AXIS_H = 34;
   // A session row has three tracks: what the client saw, the side effects,
@@ -21,16 +23,28 @@
   var selectedFaults = new Set();
   var openGroups = new Set();
 
-  // Record lookup: (file, line or n) to the record's JSON.
-  var index = D.records.map(function (recs, f) {
-    var m = new Map();
-    var lines = D.lines[f];
-    for (var i = 0; i < recs.length; i++) m.set(lines && lines.length ? lines[i] : i + 1, i);
-    return m;
-  });
+  // Record lookup: (file, line or n) to the record's JSON line. The record
+  // files are gzipped base64 in their script elements, decoded (in the
+  // browser, no network) once the page is drawn.
+  var recs = [], index = [], loading = null;
+  function loadRecords() {
+    if (loading) return loading;
+    loading = Promise.all(D.files.map(function (_, f) {
+      var bin = atob(document.getElementById('records-' + f).textContent.trim());
+      var bytes = new Uint8Array(bin.length);
+      for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text().then(function (text) {
+        recs[f] = text ? text.split('\n') : [];
+        index[f] = new Map();
+        var lines = D.lines[f];
+        for (var i = 0; i < recs[f].length; i++) index[f].set(lines && lines.length ? lines[i] : i + 1, i);
+      });
+    }));
+    return loading;
+  }
   function record(r) {
-    var i = index[r[0]].get(r[1]);
-    return i === undefined ? null : D.records[r[0]][i];
+    var j = index[r[0]] && index[r[0]].get(r[1]);
+    return j === undefined ? null : recs[r[0]][j];
   }
   function refKey(r) { return FILE_CODE[r[0]] + r[1]; }
   function refName(r) {
@@ -380,7 +394,7 @@
     }
     var m = D.marks[+el.getAttribute('data-m')];
     var n = +(el.getAttribute('data-n') || 1);
-    return { title: m.l + (n > 1 ? ' (and ' + (n - 1) + ' more here: zoom in)' : ''), t: m.t, e: m.e, refs: m.f || [] };
+    return { title: (m.l || m.k.replace('_', ' ')) + (n > 1 ? ' (and ' + (n - 1) + ' more here: zoom in)' : ''), t: m.t, e: m.e, refs: m.f || [] };
   }
   function markAt(target) {
     for (var el = target; el && el !== plot; el = el.parentNode) {
@@ -411,7 +425,8 @@
     var el = markAt(e.target);
     if (el) show(describe(el));
   });
-  function show(d) {
+  function show(d) { loadRecords().then(function () { showNow(d); }); }
+  function showNow(d) {
     var parts = ['<button type="button" class="close" title="close">×</button><h3>' + esc(d.title) + '</h3><p>' + secs(d.t) +
       (d.e ? ' – ' + secs(d.e) : '') + '</p>'];
     d.refs.forEach(function (r) {
@@ -496,6 +511,7 @@
   header();
   legend();
   draw();
+  setTimeout(loadRecords, 0);
   // drawnAt is when the first drawing was done, in ms since navigation began.
-  window.chaosrunTimeline = { view: view, ready: true, drawnAt: performance.now() };
+  window.chaosrunTimeline = { view: view, ready: true, startedAt: started, parsedAt: parsed, drawnAt: performance.now() };
 })();

@@ -3,8 +3,8 @@ package timeline
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/base64"
 	_ "embed"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"html/template"

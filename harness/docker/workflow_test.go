@@ -35,6 +35,8 @@ func TestNightlyWorkflowPassesActionlint(t *testing.T) {
 	for _, want := range []string{
 		"schedule:", "workflow_dispatch:", `CHAOSRUN_REQUIRE_DOCKER: "1"`, "go test -race ./...",
 		"--runtime docker", "--junit results/junit.xml", "actions/upload-artifact@", "mikepenz/action-junit-report@",
+		"pull_request:", `- "targets/**"`, `- "faults/**"`, `- "harness/**"`, `CHAOSRUN_REQUIRE_CHROMIUM: "1"`,
+		"apt-get install -y -qq chromium", "bin/chaosrun matrix", "scripts/compose-demo",
 	} {
 		assert.Contains(t, string(content), want)
 	}

@@ -37,8 +37,8 @@ func Parse(path string, src []byte) (*Experiment, error) {
 			ps.add(0, 0, "", "the file is empty: an experiment is a YAML mapping")
 			return nil, ps.err()
 		}
-		line := lineOf(err.Error())
-		ps.add(line, 1, "", "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		line, msg := syntaxProblem(err.Error())
+		ps.add(line, 0, "", "%s", msg)
 		return nil, ps.err()
 	}
 	var extra yaml.Node
@@ -80,11 +80,6 @@ func ParseNode(path string, root *yaml.Node, src []byte) (*Experiment, error) {
 
 var lineRE = regexp.MustCompile(`line (\d+)(?: column (\d+))?:?`)
 
-func lineOf(msg string) int {
-	line, _ := position(msg)
-	return line
-}
-
 // position reads "line N" and an optional "column C" from a decode error.
 func position(msg string) (line, col int) {
 	m := lineRE.FindStringSubmatch(msg)
@@ -111,8 +106,7 @@ func (x *Experiment) typeProblems(err error, ps *problems) {
 		if n := x.nodes[field]; n != nil && col == 0 {
 			col = n.Column
 		}
-		msg = strings.TrimPrefix(lineRE.ReplaceAllString(msg, ""), "yaml: ")
-		ps.add(line, col, field, "%s", strings.TrimLeft(msg, ": "))
+		ps.add(line, col, field, "%s", plainTypeError(line, stripPosition(msg)))
 	}
 }
 

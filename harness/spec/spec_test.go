@@ -82,7 +82,9 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 		{"unknown params key", [2]string{"idle: 60s", "idel: 60s"}, "x.yaml:17:43: faults[0].params.idel: unknown field"},
 		{"bad enum", [2]string{"target: naive", "target: clever"}, "x.yaml:9:11: client.target: must be one of"},
 		{"bad duration", [2]string{"duration: 90s", "duration: soon"}, "x.yaml:14:60: workload.calls[0].duration: \"soon\" is not a duration"},
-		{"wrong type", [2]string{"clients: 2", "clients: many"}, "x.yaml:12:12: workload.clients: cannot unmarshal"},
+		{"wrong type", [2]string{"clients: 2", "clients: many"}, "x.yaml:12:12: workload.clients: expected an integer, got the text `many`"},
+		{"duplicate key", [2]string{"seed: 7", "seed: 7\nseed: 8"}, `x.yaml:4:7: seed: the key "seed" appears twice, at line 3 and again at line 4`},
+		{"a list for a mapping", [2]string{"client:\n", "client: [naive]\nclient2:\n"}, "client: expected a mapping, got a list"},
 		{"params validation", [2]string{"idle: 60s", "idle: 0s"}, "faults[0].params.idle: must be positive"},
 		{"unknown fault", [2]string{"kind: idle_timeout", "kind: gremlins"}, "x.yaml:17:12: faults[0].kind: unknown fault kind"},
 		{"bad bound", [2]string{`duplicates: ">=1"`, `duplicates: "at least one"`}, "expect.figures.duplicates:"},
@@ -91,7 +93,8 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 		{"bad name", [2]string{"name: double-charge-lb-idle", "name: Double Charge"}, "x.yaml:1:7: name: must be lower-case"},
 		{"naive with file cursor", [2]string{"target: naive", "target: naive\n  cursor: file"}, "client.cursor: the naive client keeps no cursor"},
 		{"missing description", [2]string{"description: The incident.", "description: ''"}, "description: is required"},
-		{"syntax error", [2]string{"time_scale: 0.05", "time_scale: [0.05"}, "x.yaml:"},
+		{"syntax error", [2]string{"time_scale: 0.05", "time_scale: [0.05"}, "x.yaml:4: YAML syntax: did not find expected ',' or ']'"},
+		{"syntax error in a mapping", [2]string{"  keepalive: 0s", "   keepalive: 0s"}, "x.yaml:7: YAML syntax: mapping values are not allowed in this context"},
 		{"chatty without events", [2]string{"args: {events: 500}", "args: {}"}, "workload.calls[1].args.events: chatty needs"},
 		{"reference-only knob on an SDK server", [2]string{"  retention_events: 100", "  target: go-sdk\n  retention_events: 100\n  on_unresumable: gone"}, "server.on_unresumable: only the reference server has this knob (server.target is go-sdk)"},
 		{"cursor on an SDK client", [2]string{"target: naive", "target: mcp-go\n  cursor: file"}, "client.cursor: the mcp-go client does not take this knob"},
@@ -114,7 +117,7 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 		{"trigger waiting for its own heal", [2]string{"at: 0s,", "at: 0s, when: {event: request, after_heal: 0},"},
 			"faults[0].when.after_heal: a fault cannot wait for its own heal"},
 		{"wrong type beside another value", [2]string{"at: 0s,", "at: 0s, repeat: {every: 1m, count: many},"},
-			"x.yaml:17:61: faults[0].repeat.count: cannot unmarshal !!str `many` into int"},
+			"x.yaml:17:61: faults[0].repeat.count: expected an integer, got the text `many`"},
 		{"a tool the built-in server lacks", [2]string{"tool: chatty", "tool: hello"},
 			"workload.calls[1].tool: the reference server has only the tools charge and chatty; \"hello\" would be a tool of your own server"},
 		{"a tool name MCP does not allow", [2]string{"tool: chatty", "tool: 'hello world'"}, "workload.calls[1].tool: must be a tool name"},
@@ -131,6 +134,7 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 			_, err := Parse("x.yaml", []byte(src))
 			require.ErrorIs(t, err, ErrInvalid)
 			assert.Contains(t, err.Error(), tc.want)
+			assert.NotRegexp(t, `: line \d+:`, err.Error(), "the line is said once")
 		})
 	}
 }

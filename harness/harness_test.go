@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"strconv"
 	"context"
 	"encoding/xml"
 	"os"
@@ -84,6 +85,10 @@ func TestJUnitHasOneCasePerExperiment(t *testing.T) {
 	assert.Contains(t, s.Cases[1].Failure.Text, "no_session_fork: 1 fork\n  ledger n=3")
 	require.NotNil(t, s.Cases[2].Error)
 	assert.Equal(t, "server did not start", s.Cases[2].Error.Message)
+	for _, c := range s.Cases {
+		_, err := strconv.ParseFloat(c.Time, 64)
+		assert.NoError(t, err, "%s: time %q is a number, a harness error's too", c.Name, c.Time)
+	}
 }
 
 func TestDueTrackerWaitsForEveryInjectionAtStart(t *testing.T) {

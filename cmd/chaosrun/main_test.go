@@ -83,9 +83,10 @@ func TestBadFlagsAreInvalidInput(t *testing.T) {
 		{[]string{"run", "--parallel", "0", path}, "--parallel"},
 		{[]string{"run", "--no-such-flag", path}, "unknown flag"},
 		{[]string{"report", filepath.Join(t.TempDir(), "missing")}, "report"},
+		{[]string{"report"}, "report: give one results folder to judge again, as in: chaosrun report results/<run-id>"},
 	}
 	for _, tc := range tests {
-		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
+		t.Run(strings.Join(tc.args[:min(2, len(tc.args))], " "), func(t *testing.T) {
 			code, _, stderr := chaosrun(t, tc.args...)
 			assert.Equal(t, exitInvalid, code)
 			assert.Contains(t, stderr, tc.want)
@@ -274,4 +275,50 @@ func TestImageTargetNeedsTheDockerRuntime(t *testing.T) {
 	code, _, stderr := chaosrun(t, "run", "--out", t.TempDir(), path)
 	assert.Equal(t, exitInvalid, code)
 	assert.Contains(t, stderr, path+":4:18: server.target: image runs only on the docker runtime")
+}
+
+func TestRunOutsideTheRepositorySaysWhatToGive(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, _, stderr := chaosrun(t, "run")
+	assert.Equal(t, exitInvalid, code)
+	assert.Contains(t, stderr, "no experiments/ folder in ")
+	assert.Contains(t, stderr, "chaosrun run path/to/experiment.yaml")
+}
+
+func TestRuntimeValuesComplete(t *testing.T) {
+	for _, cmd := range []string{"run", "matrix"} {
+		code, out, _ := chaosrun(t, "__complete", cmd, "--runtime", "")
+		require.Equal(t, exitMet, code)
+		assert.Contains(t, out, "local\t")
+		assert.Contains(t, out, "docker\t")
+	}
+}
+
+// TestRunWritesPagesAndTheStepSummary: a run writes each experiment's
+// timeline and the run's index, appends its summary for GitHub Actions, and
+// report --html writes the pages again.
+func TestRunWritesPagesAndTheStepSummary(t *testing.T) {
+	summary := filepath.Join(t.TempDir(), "step-summary.md")
+	require.NoError(t, os.WriteFile(summary, []byte("earlier step\n"), 0o644))
+	t.Setenv("GITHUB_STEP_SUMMARY", summary)
+	out := t.TempDir()
+	code, stdout, stderr := chaosrun(t, "run", "-q", "--out", out, writeExperiment(t, validExperiment))
+	require.Equal(t, exitMet, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	b, err := os.ReadFile(summary)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(b), "earlier step\n# chaosrun run "), "appended, not replaced")
+	assert.Contains(t, string(b), "| tiny | fail | fail | yes |")
+
+	runs, err := os.ReadDir(out)
+	require.NoError(t, err)
+	runDir := filepath.Join(out, runs[0].Name())
+	for _, page := range []string{"index.html", "tiny/timeline.html"} {
+		assert.FileExists(t, filepath.Join(runDir, page))
+		require.NoError(t, os.Remove(filepath.Join(runDir, page)))
+	}
+	assert.NoFileExists(t, filepath.Join(runDir, "tiny", "state", "client", "history.jsonl"), "the history is kept once")
+	code, _, stderr = chaosrun(t, "report", "--html", runDir)
+	require.Equal(t, exitMet, code, stderr)
+	assert.FileExists(t, filepath.Join(runDir, "index.html"))
+	assert.FileExists(t, filepath.Join(runDir, "tiny", "timeline.html"))
 }

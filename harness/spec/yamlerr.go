@@ -14,7 +14,9 @@ var leadRE = regexp.MustCompile(`^(?:yaml: )?(?:line \d+(?: column \d+)?: ?)?`)
 
 // stripPosition drops the leading "yaml: line N:" of a message, which the
 // problem's own location says already.
-func stripPosition(msg string) string { return strings.TrimLeft(leadRE.ReplaceAllString(msg, ""), ": ") }
+func stripPosition(msg string) string {
+	return strings.TrimLeft(leadRE.ReplaceAllString(msg, ""), ": ")
+}
 
 // syntaxProblem turns a yaml.v3 syntax error into a line and a message. The
 // parser's errors (the "did not find expected ..." family) count lines from

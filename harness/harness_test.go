@@ -2,11 +2,11 @@ package harness
 
 import (
 	"bytes"
-	"strconv"
 	"context"
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 

@@ -8,43 +8,29 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/chaosrun/chaosrun/harness/roles"
+	"github.com/chaosrun/chaosrun/internal/exitcode"
 	"github.com/spf13/cobra"
 )
 
 // Exit codes, as documented in the README.
 const (
-	exitMet          = 0 // every expectation met
-	exitNotMet       = 1 // some expectation not met
-	exitInconclusive = 2 // some experiment inconclusive where a verdict was expected
-	exitInvalid      = 3 // invalid input (experiment files, flags, result folders)
-	exitHarness      = 4 // the harness itself failed
-	// exitInterrupted is the shell's code for a process ended by SIGINT
-	// (128 + 2): the run was interrupted, its results are partial.
-	exitInterrupted = 130
+	exitMet          = exitcode.Met
+	exitNotMet       = exitcode.NotMet
+	exitInconclusive = exitcode.Inconclusive
+	exitInvalid      = exitcode.Invalid
+	exitHarness      = exitcode.Harness
+	exitInterrupted  = exitcode.Interrupted
 )
 
-// exitError carries an exit code through cobra.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func withCode(code int, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: code, err: err}
-}
+// withCode carries an exit code through cobra.
+func withCode(code int, err error) error { return exitcode.With(code, err) }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -65,21 +51,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitMet
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil && ee.err.Error() != "" {
-			fmt.Fprintln(stderr, "chaosrun:", ee.err)
-		}
-		return ee.code
-	}
-	// Errors cobra itself raises (unknown flags, wrong argument counts) are
-	// bad input.
-	fmt.Fprintln(stderr, "chaosrun:", err)
-	return exitInvalid
+	return exitcode.Report(stderr, root.ExecuteContext(ctx))
 }
 
 func newRootCmd() *cobra.Command {
@@ -96,6 +68,6 @@ Exit codes: 0 every expectation met, 1 some not met, 2 inconclusive, 3 invalid i
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newValidateCmd(), newListCmd(), newReportCmd(), newMatrixCmd(), newAgentCmd(), newVersionCmd(), newCleanCmd())
+	root.AddCommand(newRunCmd(), newValidateCmd(), newListCmd(), newReportCmd(), newMatrixCmd(), roles.Command(), newVersionCmd(), newCleanCmd())
 	return root
 }

@@ -1,8 +1,9 @@
-package main
+package roles
 
 import (
 	"context"
 	"fmt"
+	"github.com/chaosrun/chaosrun/internal/exitcode"
 	"io"
 	"log/slog"
 	"net"
@@ -47,7 +48,7 @@ func (f *agentFlags) clock() (runclock.Clock, error) {
 	}
 	c, err := runclock.ParseUnixNano(f.base)
 	if err != nil {
-		return runclock.Clock{}, withCode(exitInvalid, fmt.Errorf("--base: %w", err))
+		return runclock.Clock{}, exitcode.With(exitcode.Invalid, fmt.Errorf("--base: %w", err))
 	}
 	return c, nil
 }
@@ -88,11 +89,11 @@ func (f *agentFlags) context(ctx context.Context) (context.Context, context.Canc
 // listen binds the agent's address and announces the URL on stdout.
 func (f *agentFlags) listen(cmd *cobra.Command) (net.Listener, error) {
 	if err := os.MkdirAll(f.state, 0o755); err != nil {
-		return nil, withCode(exitHarness, err)
+		return nil, exitcode.With(exitcode.Harness, err)
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
-		return nil, withCode(exitHarness, fmt.Errorf("listen %s: %w", f.addr, err))
+		return nil, exitcode.With(exitcode.Harness, fmt.Errorf("listen %s: %w", f.addr, err))
 	}
 	return ln, nil
 }
@@ -101,7 +102,8 @@ func announce(cmd *cobra.Command, ln net.Listener) {
 	fmt.Fprintf(cmd.OutOrStdout(), "http://%s\n", ln.Addr())
 }
 
-func newAgentCmd() *cobra.Command {
+// Command is the agent command: "agent ROLE", one subcommand per role.
+func Command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent ROLE",
 		Short: "Run one agent of an experiment (ledger, server, proxy, client); the runner starts these",

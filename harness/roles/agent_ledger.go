@@ -1,6 +1,7 @@
-package main
+package roles
 
 import (
+	"github.com/chaosrun/chaosrun/internal/exitcode"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/spf13/cobra"
 )
@@ -22,11 +23,11 @@ func newLedgerAgentCmd() *cobra.Command {
 			}
 			st, err := sideeffects.OpenStore(f.path(store), sideeffects.StoreOptions{NoSync: noSync})
 			if err != nil {
-				return withCode(exitHarness, err)
+				return exitcode.With(exitcode.Harness, err)
 			}
 			defer st.Close()
 			announce(cmd, ln)
-			return withCode(exitHarness, sideeffects.Serve(ctx, ln, st))
+			return exitcode.With(exitcode.Harness, sideeffects.Serve(ctx, ln, st))
 		},
 	}
 	f.register(cmd, true)

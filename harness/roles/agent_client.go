@@ -1,10 +1,11 @@
-package main
+package roles
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chaosrun/chaosrun/internal/exitcode"
 	"os"
 	"path/filepath"
 	"sync"
@@ -54,13 +55,13 @@ func newClientAgentCmd() *cobra.Command {
 			}
 			hist, err := history.Create(f.path(f.history), clock)
 			if err != nil {
-				return withCode(exitHarness, err)
+				return exitcode.With(exitcode.Harness, err)
 			}
 			defer hist.Close()
 			opts := f.opts
 			opts.CursorDir = f.path(opts.CursorDir)
 			if err := os.MkdirAll(opts.CursorDir, 0o755); err != nil {
-				return withCode(exitHarness, err)
+				return exitcode.With(exitcode.Harness, err)
 			}
 			opts.Clock, opts.History, opts.Logger = clock, hist, f.logger(cmd.ErrOrStderr(), "client")
 			return runClients(ctx, f.target, opts, plan)
@@ -88,18 +89,18 @@ func newClientAgentCmd() *cobra.Command {
 func (f *clientFlags) plan() (workload.Plan, error) {
 	switch {
 	case f.workloadTmpl != "" && f.workloadFile != "":
-		return workload.Plan{}, withCode(exitInvalid, errors.New("give --workload-template or --workload, not both"))
+		return workload.Plan{}, exitcode.With(exitcode.Invalid, errors.New("give --workload-template or --workload, not both"))
 	case f.workloadFile != "":
 		p, err := workload.LoadPlan(f.path(f.workloadFile))
-		return p, withCode(exitInvalid, err)
+		return p, exitcode.With(exitcode.Invalid, err)
 	case f.workloadTmpl != "":
 		var t workload.Template
 		if err := json.Unmarshal([]byte(f.workloadTmpl), &t); err != nil {
-			return workload.Plan{}, withCode(exitInvalid, fmt.Errorf("--workload-template: %w", err))
+			return workload.Plan{}, exitcode.With(exitcode.Invalid, fmt.Errorf("--workload-template: %w", err))
 		}
 		return t.Expand(), nil
 	}
-	return workload.Plan{}, withCode(exitInvalid, errors.New("a workload is required (--workload-template or --workload)"))
+	return workload.Plan{}, exitcode.With(exitcode.Invalid, errors.New("a workload is required (--workload-template or --workload)"))
 }
 
 // runClients runs every logical client concurrently and waits for all.
@@ -114,7 +115,7 @@ func runClients(ctx context.Context, target string, opts workload.Options, plan 
 		wg.Go(func() { errs[i] = run(ctx, opts, c) })
 	}
 	wg.Wait()
-	return withCode(exitHarness, errors.Join(errs...))
+	return exitcode.With(exitcode.Harness, errors.Join(errs...))
 }
 
 type clientFunc func(ctx context.Context, opts workload.Options, c workload.Client) error
@@ -130,7 +131,7 @@ func clientRunner(target string) (clientFunc, error) {
 	case mcpgo.Target:
 		return mcpgo.RunClient, nil
 	}
-	return nil, withCode(exitInvalid, fmt.Errorf("--target: unknown client target %q", target))
+	return nil, exitcode.With(exitcode.Invalid, fmt.Errorf("--target: unknown client target %q", target))
 }
 
 // runCommand runs a bring-your-own client (--target command) to its end
@@ -144,7 +145,7 @@ func (f *clientFlags) runCommand(ctx context.Context, cmd *cobra.Command, clock 
 		for _, call := range c.Calls {
 			args, err := call.Arguments()
 			if err != nil {
-				return withCode(exitInvalid, err)
+				return exitcode.With(exitcode.Invalid, err)
 			}
 			ops.Operations = append(ops.Operations, byo.Operation{Client: c.ID, Call: call.ID, Tool: call.Tool,
 				Arguments: args, Idempotent: call.IsIdempotent()})
@@ -152,12 +153,12 @@ func (f *clientFlags) runCommand(ctx context.Context, cmd *cobra.Command, clock 
 	}
 	state, err := filepath.Abs(f.state)
 	if err != nil {
-		return withCode(exitHarness, err)
+		return exitcode.With(exitcode.Harness, err)
 	}
 	env := byo.ClientEnv{MCPURL: f.opts.Endpoint, Clock: clock, StateDir: state}
 	exit, err := byo.RunClient(ctx, f.command, env, ops, cmd.ErrOrStderr())
 	if serr := byo.SaveExit(state, exit); serr != nil {
 		err = errors.Join(err, serr)
 	}
-	return withCode(exitHarness, err)
+	return exitcode.With(exitcode.Harness, err)
 }

@@ -1,9 +1,10 @@
-package main
+package roles
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chaosrun/chaosrun/internal/exitcode"
 	"io"
 	"net"
 	"net/http"
@@ -76,7 +77,7 @@ func newServerAgentCmd() *cobra.Command {
 			case targets.Command:
 				return f.runCommand(cmd)
 			case targets.Image:
-				return withCode(exitInvalid, errors.New("server.target image: runs only on the docker runtime (--runtime docker), "+
+				return exitcode.With(exitcode.Invalid, errors.New("server.target image: runs only on the docker runtime (--runtime docker), "+
 					"which starts the image in the server agent's place"))
 			}
 			ctx, cancel := f.context(cmd.Context())
@@ -137,25 +138,25 @@ func (f *serverFlags) build(clock runclock.Clock, stderr io.Writer) (serverTarge
 		cfg.Logger = f.logger(stderr, "server")
 		srv, err := server.New(cfg)
 		if err != nil {
-			return nil, withCode(exitInvalid, err)
+			return nil, exitcode.With(exitcode.Invalid, err)
 		}
 		return srv, nil
 	case gosdk.Target:
 		srv, err := gosdk.NewServer(gosdk.ServerConfig{RetentionEvents: f.cfg.RetentionEvents, SessionTTL: f.cfg.SessionTTL,
 			DefaultChargeDuration: f.cfg.DefaultChargeDuration, Recorder: f.recorder(), Clock: clock, Logger: f.logger(stderr, "server")})
 		if err != nil {
-			return nil, withCode(exitInvalid, err)
+			return nil, exitcode.With(exitcode.Invalid, err)
 		}
 		return newHandlerServer(srv.Handler(), srv.Close), nil
 	case mcpgo.Target:
 		srv, err := mcpgo.NewServer(mcpgo.ServerConfig{RetentionEvents: f.cfg.RetentionEvents, SessionTTL: f.cfg.SessionTTL,
 			DefaultChargeDuration: f.cfg.DefaultChargeDuration, Recorder: f.recorder(), Clock: clock, Logger: f.logger(stderr, "server")})
 		if err != nil {
-			return nil, withCode(exitInvalid, err)
+			return nil, exitcode.With(exitcode.Invalid, err)
 		}
 		return newHandlerServer(srv.Handler(), srv.Close), nil
 	}
-	return nil, withCode(exitInvalid, fmt.Errorf("--target: unknown server target %q", f.target))
+	return nil, exitcode.With(exitcode.Invalid, fmt.Errorf("--target: unknown server target %q", f.target))
 }
 
 // handlerServer serves an SDK's http.Handler; Shutdown stops taking
@@ -192,7 +193,7 @@ func serveUntilDone(ctx context.Context, srv serverTarget, ln net.Listener, drai
 	case err := <-errc:
 		srv.Close()
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return withCode(exitHarness, err)
+			return exitcode.With(exitcode.Harness, err)
 		}
 		return nil
 	case <-ctx.Done():
@@ -201,7 +202,7 @@ func serveUntilDone(ctx context.Context, srv serverTarget, ln net.Listener, drai
 	defer cancel()
 	err := srv.Shutdown(sctx)
 	<-errc
-	return withCode(exitHarness, err)
+	return exitcode.With(exitcode.Harness, err)
 }
 
 // runCommand serves target command: it starts the command under the
@@ -227,10 +228,10 @@ func (f *serverFlags) runCommand(cmd *cobra.Command) error {
 	}
 	if err := sup.Start(ctx); err != nil {
 		if errors.Is(err, byo.ErrNoCommand) {
-			return withCode(exitInvalid, fmt.Errorf("--command: %w", err))
+			return exitcode.With(exitcode.Invalid, fmt.Errorf("--command: %w", err))
 		}
-		return withCode(exitHarness, err)
+		return exitcode.With(exitcode.Harness, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "http://%s\n", sup.Addr())
-	return withCode(exitHarness, sup.Serve(ctx))
+	return exitcode.With(exitcode.Harness, sup.Serve(ctx))
 }

@@ -1,7 +1,8 @@
-package main
+package roles
 
 import (
 	"github.com/chaosrun/chaosrun/faults/proxy"
+	"github.com/chaosrun/chaosrun/internal/exitcode"
 	"github.com/spf13/cobra"
 )
 
@@ -28,11 +29,11 @@ func newProxyAgentCmd() *cobra.Command {
 			}
 			a, err := proxy.Start(ctx, ln, opts)
 			if err != nil {
-				return withCode(exitHarness, err)
+				return exitcode.With(exitcode.Harness, err)
 			}
 			announce(cmd, ln)
 			<-ctx.Done()
-			return withCode(exitHarness, a.Close())
+			return exitcode.With(exitcode.Harness, a.Close())
 		},
 	}
 	f.register(cmd, true)

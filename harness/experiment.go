@@ -48,7 +48,7 @@ type experiment struct {
 func (e *experiment) run(ctx context.Context) (*ExperimentResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.plan.Deadline)
 	defer cancel()
-	defer e.rt.Close()
+	defer e.closeRuntime()
 	res, err := e.steps(ctx)
 	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		return e.salvage(err)
@@ -224,6 +224,16 @@ func (e *experiment) collect(ctx context.Context) error {
 		return e.moveOut(ctx, agent.RoleClient, byo.ExitFile)
 	}
 	return e.moveOut(ctx, agent.RoleClient, check.HistoryFile)
+}
+
+// closeRuntime closes the runtime and drops the copy of the client's
+// history a runtime may mirror into its state folder again on closing (the
+// docker runtime does), once the experiment's folder holds it.
+func (e *experiment) closeRuntime() {
+	_ = e.rt.Close()
+	if exists(filepath.Join(e.dir, check.HistoryFile)) {
+		_ = os.Remove(filepath.Join(e.stateDir(agent.RoleClient), check.HistoryFile))
+	}
 }
 
 // moveOut moves a file a stopped agent wrote in its state folder (which

@@ -136,7 +136,7 @@ func TestDoubleChargeTimelineInChromium(t *testing.T) {
 	assert.Contains(t, detail, "ledger.jsonl n=8")
 	assert.Contains(t, detail, `"kind": "charge"`)
 
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	shot := filepath.Join(screenshotDir(t), "double-charge-lb-idle.png")
 	require.NoError(t, os.WriteFile(shot, png, 0o644))

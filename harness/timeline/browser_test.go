@@ -127,7 +127,7 @@ func TestDoubleChargeTimelineInChromium(t *testing.T) {
 
 	// The duplicate's evidence, clicked, selects its charges and shows
 	// their ledger records.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a.ev[data-r="1"][data-e="0"]`)), chromedp.WaitVisible(chromedp.CSS("#detail"))))
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`li.res[data-id="no_duplicate_side_effects"] a.ev[data-e="0"]`)), chromedp.WaitVisible(chromedp.CSS("#detail"))))
 	selected, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#lanes .k-charge.sel').length`))
 	require.NoError(t, err)
 	detail, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#detail")))

@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/chaosrun/chaosrun/harness/check"
@@ -23,7 +25,39 @@ import (
 // so is an experiment marked partial (see PartialFile): an interrupted run's
 // records are judged, but cannot meet an expectation. Nothing is written;
 // WriteHTML writes the pages of what Rejudge returns.
-func Rejudge(dir string) (*Run, error) {
+func Rejudge(dir string) (*Run, error) { return RejudgeWith(dir, RejudgeOptions{}) }
+
+// The records an offline judgement can leave out (RejudgeOptions.Without).
+const (
+	// RecordLedger judges the server's side from the wire alone, as for a
+	// server that writes no ledger.
+	RecordLedger = "ledger"
+	// RecordHistory judges the client's side from the wire alone, as for a
+	// client that writes no history.
+	RecordHistory = "history"
+	// RecordWire judges without the wire record, as runs before the wire
+	// observer were.
+	RecordWire = "wire"
+)
+
+// Records lists what RejudgeOptions.Without may name.
+var Records = []string{RecordLedger, RecordHistory, RecordWire}
+
+// RejudgeOptions change what an offline judgement reads.
+type RejudgeOptions struct {
+	// Without names records to judge without (see Records). The verdict is
+	// then checked against the experiment's expectation only: it is not the
+	// one the run judged, so it is not compared with the saved verdict.json.
+	Without []string
+}
+
+// RejudgeWith is [Rejudge] with options.
+func RejudgeWith(dir string, o RejudgeOptions) (*Run, error) {
+	for _, w := range o.Without {
+		if !slices.Contains(Records, w) {
+			return nil, fmt.Errorf("report: cannot judge without %q: the records are %s", w, strings.Join(Records, ", "))
+		}
+	}
 	dirs, err := experimentDirs(dir)
 	if err != nil {
 		return nil, err
@@ -35,8 +69,11 @@ func Rejudge(dir string) (*Run, error) {
 			run.ID, run.Runtime, run.WallMS, run.Interrupted = saved.ID, saved.Runtime+", re-judged offline", saved.WallMS, saved.Interrupted
 		}
 	}
+	if len(o.Without) > 0 {
+		run.Runtime += ", without " + strings.Join(o.Without, " and ")
+	}
 	for _, d := range dirs {
-		res, err := rejudgeOne(d)
+		res, err := rejudgeOne(d, o)
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +108,7 @@ func exists(path string) bool {
 	return err == nil
 }
 
-func rejudgeOne(dir string) (*ExperimentResult, error) {
+func rejudgeOne(dir string, o RejudgeOptions) (*ExperimentResult, error) {
 	x, err := spec.Load(filepath.Join(dir, ExperimentFile))
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
@@ -87,12 +124,25 @@ func rejudgeOne(dir string) (*ExperimentResult, error) {
 		res.Error, res.Partial = err.Error(), partial
 		return res, nil
 	}
+	for _, w := range o.Without {
+		switch w {
+		case RecordLedger:
+			in.Ledger = nil
+		case RecordHistory:
+			in.History = nil
+		case RecordWire:
+			in.Wire = nil
+		}
+	}
 	v := check.Judge(in)
 	res.Verdict = &v
 	res.Met, res.Reasons = x.Expectation().Match(v)
 	res.Wall = time.Duration(v.Figures.WallMS) * time.Millisecond
 	if partial != "" {
 		defer markPartial(res, partial)
+	}
+	if len(o.Without) > 0 {
+		return res, nil
 	}
 	saved, err := os.ReadFile(filepath.Join(dir, check.VerdictFile))
 	switch {

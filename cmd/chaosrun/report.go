@@ -9,6 +9,7 @@ import (
 
 func newReportCmd() *cobra.Command {
 	var html bool
+	var without []string
 	cmd := &cobra.Command{
 		Use:   "report DIR",
 		Short: "Judge a saved run (or one experiment's folder) again, offline, from its recorded files",
@@ -16,6 +17,9 @@ func newReportCmd() *cobra.Command {
 in DIR, judges them again with the checker, compares the result with the saved verdict.json,
 and checks it against the experiment's expect: block. Nothing is run and nothing is changed,
 except that --html writes each experiment's timeline.html and the run's index.html again.
+--without ledger judges every experiment as if its server wrote no ledger (from the wire
+alone), --without history as if its client wrote no history; the verdicts are then checked
+against the expectations only.
 Experiments an interrupted run left are judged from what they recorded and marked partial.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -24,7 +28,7 @@ Experiments an interrupted run left are judged from what they recorded and marke
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			run, err := harness.Rejudge(args[0])
+			run, err := harness.RejudgeWith(args[0], harness.RejudgeOptions{Without: without})
 			if err != nil {
 				return withCode(exitInvalid, err)
 			}
@@ -37,5 +41,6 @@ Experiments an interrupted run left are judged from what they recorded and marke
 		},
 	}
 	cmd.Flags().BoolVar(&html, "html", false, "also write each experiment's timeline.html and the run's index.html")
+	cmd.Flags().StringSliceVar(&without, "without", nil, "judge without these records (ledger, history, wire): --without ledger judges the server from the wire alone")
 	return cmd
 }

@@ -27,12 +27,15 @@
 //	request   x, method, path, header, size, messages (the JSON-RPC body), problem
 //	response  x, status, header (content_type and the MCP headers), size and
 //	          messages for a body that is not a stream, error_body for a
-//	          status of 400 or more
-//	event     x, event_id, event_type, retry_ms, priming, size, messages (one)
-//	comment   x, size (an SSE comment line, such as a keepalive)
-//	body_end  x, size (a streamed response body ended on its final chunk)
+//	          status of 400 or more, problem
+//	event     x, event_id, event_type, retry_ms, priming, size, messages (one,
+//	          for an event whose type is absent or "message"), problem
+//	comment   x, size (an SSE comment line, such as a keepalive: its bytes
+//	          from the colon, without the line's end)
+//	body_end  x, size (a streamed response body ended by its framing: its
+//	          final chunk, or its Content-Length)
 //	close     end (fin | rst | timeout | error | observer), by (client |
-//	          server), bytes_up, bytes_down, detail
+//	          server; empty for observer), bytes_up, bytes_down, detail
 //	malformed x, problem, size (bytes the observer could not read as HTTP/1.x
 //	          or SSE; they were passed on unchanged)
 //
@@ -40,16 +43,35 @@
 // its end carry the number of the request they answer, so (edge, conn, x)
 // names one HTTP exchange. A request is recorded once its body has passed in
 // full; a response once its header has, or, for a body that is not an SSE
-// stream, once that body has too. The observer never holds bytes back to
-// record them: a record is written after the bytes it describes were passed
-// on.
+// stream, once that body has too. Informational (1xx) responses other than
+// 101 are not recorded. The observer never holds bytes back to record them: a
+// record is written after the bytes it describes were passed on.
+//
+// Sizes count content: a body's bytes without chunk framing, an event's data
+// (its data lines joined by newlines). A malformed record's size counts the
+// bytes of the message or event that could not be read, from its start to
+// the byte where the observer gave up (or to the connection's end, for one
+// cut short); the observer reads nothing more of that direction, and the
+// close record's byte counts include what followed. A request or response
+// whose body the connection's end cut short, or whose body was too large to
+// read as JSON-RPC, is recorded with a problem and without messages, and so
+// is an event whose data was too large.
+//
+// A close record's end and by say how the side that ended first ended its
+// part (a FIN, an RST, a timeout, another error; observer when the observer
+// itself closed the connection on stopping); detail holds an error's text,
+// "dial: ..." when the upstream could not be reached (by server), and "then
+// rst by client" (say) when the other direction ended otherwise than by a
+// FIN.
 //
 // A message carries what the checker needs of one JSON-RPC message: its id
-// (canonical text: a number's digits, a string's contents), method, the tool
-// name and arguments of a tools/call (arguments over [MaxArgsBytes] keep only
-// their digest), the client's name and protocol version (from initialize, or
-// from the per-request _meta of 2026-07-28), progress numbers, the
-// request id of notifications/cancelled, error codes, and the task id and
-// status of a tasks answer. What the observer cannot read as JSON-RPC is a
+// (canonical text: a number's digits, a string's contents; empty for null),
+// method, the tool name and arguments of a tools/call (arguments over
+// [MaxArgsBytes] keep only their digest, which is that of their canonical
+// form, so the same arguments spelt differently share it), the client's
+// name and protocol version (from initialize, or from the per-request _meta
+// of 2026-07-28), progress numbers, the request id of
+// notifications/cancelled, error codes, and the task id and status of a
+// tasks answer. What the observer cannot read as JSON-RPC is a
 // message with a problem, never a rejected byte.
 package wire

@@ -130,16 +130,19 @@ type Header struct {
 
 // Message is what a record keeps of one JSON-RPC message.
 type Message struct {
-	// ID is the id in canonical text form; empty for a notification.
+	// ID is the id in canonical text form; empty for a notification (and
+	// for an error response to a request whose id was unreadable: null).
 	ID     string `json:"id,omitempty"`
 	Method string `json:"method,omitempty"`
 	// Response is set for a response (a result or an error).
 	Response bool `json:"response,omitempty"`
 
 	// Tool and Args are the params.name and params.arguments of a
-	// tools/call; ArgsDigest is the SHA-256 of the arguments as sent (hex),
-	// set whenever they are, so a retry with the same arguments is known even
-	// when Args was too large to keep.
+	// tools/call (Args verbatim, and only up to MaxArgsBytes); ArgsDigest is
+	// the SHA-256 (hex) of the arguments in canonical form ([ArgsDigest]),
+	// set whenever they are, so a retry with the same arguments is known
+	// even when Args was too large to keep, and whatever the key order or
+	// white space of each.
 	Tool       string          `json:"tool,omitempty"`
 	Args       json.RawMessage `json:"args,omitempty"`
 	ArgsDigest string          `json:"args_digest,omitempty"`

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,8 @@ const maxLine = 4 << 20
 type Writer struct {
 	mu  sync.Mutex
 	bw  *bufio.Writer
+	buf bytes.Buffer  // one encoded record
+	enc *json.Encoder // encodes into buf, reusing its memory
 	c   io.Closer
 	n   int64
 	err error // the first write error; later writes return it
@@ -29,7 +32,9 @@ type Writer struct {
 
 // NewWriter writes records to w.
 func NewWriter(w io.Writer) *Writer {
-	return &Writer{bw: bufio.NewWriterSize(w, 64<<10)}
+	wr := &Writer{bw: bufio.NewWriterSize(w, 64<<10)}
+	wr.enc = json.NewEncoder(&wr.buf)
+	return wr
 }
 
 // Create creates (truncates) the file at path and returns a writer on it.
@@ -52,12 +57,12 @@ func (w *Writer) Write(r *Record) (int64, error) {
 	}
 	w.n++
 	r.N = w.n
-	b, err := json.Marshal(r)
-	if err != nil {
+	w.buf.Reset()
+	if err := w.enc.Encode(r); err != nil { // the JSON of json.Marshal, and a newline
 		w.n--
 		return 0, fmt.Errorf("wire: %w", err)
 	}
-	if _, err := w.bw.Write(append(b, '\n')); err != nil {
+	if _, err := w.bw.Write(w.buf.Bytes()); err != nil {
 		w.err = fmt.Errorf("wire: %w", err)
 		return 0, w.err
 	}

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -121,4 +122,36 @@ func FuzzRead(f *testing.F) {
 		require.NoError(t, err)
 		require.Len(t, back, len(recs))
 	})
+}
+
+func TestWriterWritesWhatMarshalWrites(t *testing.T) {
+	recs := []Record{
+		{TUS: 1, Edge: EdgeServer, Conn: 2, Kind: KindEvent, EventID: "<7>", Messages: []Message{{Method: "notifications/progress", Progress: float(0.5)}}},
+		{Kind: KindResponse, Status: 410, ErrorBody: "gone & <lost>\xff", Header: &Header{ContentType: "text/plain"}},
+		{Kind: KindRequest, Messages: []Message{{ID: "1", Args: json.RawMessage(` {"a": [1, 2]} `)}}},
+	}
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	var want bytes.Buffer
+	for i := range recs {
+		_, err := w.Write(&recs[i])
+		require.NoError(t, err)
+		b, err := json.Marshal(&recs[i])
+		require.NoError(t, err)
+		want.Write(append(b, '\n'))
+	}
+	require.NoError(t, w.Flush())
+	assert.Equal(t, want.String(), buf.String())
+}
+
+func BenchmarkWriterWrite(b *testing.B) {
+	w := NewWriter(io.Discard)
+	r := Record{TUS: 123456789, Edge: EdgeServer, Conn: 3, Kind: KindEvent, Exchange: 2, EventID: "17", Size: 120,
+		Messages: []Message{{Method: "notifications/progress", ProgressToken: "c1-1", Progress: float(5), Total: float(1000)}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := w.Write(&r); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -114,7 +114,8 @@ func FuzzResponseStream(f *testing.F) {
 }
 
 // FuzzMessages reads arbitrary bytes as a JSON body and as an event's
-// data: never a panic, and a record wire.jsonl can hold.
+// data: never a panic, a record wire.jsonl can hold, and the fast path
+// always agreeing with mcpwire's reading when it reads a message at all.
 func FuzzMessages(f *testing.F) {
 	for _, s := range messageSeeds {
 		f.Add([]byte(s))
@@ -123,6 +124,10 @@ func FuzzMessages(f *testing.F) {
 		msgs := bodyMessages(b)
 		require.NotEmpty(t, msgs)
 		ev := eventMessage(b)
+		var fast wire.Message
+		if fastMessage(b, &fast, new([2]float64), nil) {
+			require.Equal(t, slowMessage(b), fast, "the fast path reads %q differently", b)
+		}
 		for _, m := range append(msgs, ev) {
 			if m.Args != nil {
 				d, err := wire.ArgsDigest(m.Args)

@@ -32,3 +32,28 @@ func BenchmarkParseEvent(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perChunk), "ns/event")
 }
+
+var benchEvent = []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"c1-1","progress":5,"total":1000}}`)
+
+// BenchmarkEventMessage reads one progress notification by the fast path
+// and by mcpwire's (the slow path).
+func BenchmarkEventMessage(b *testing.B) {
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		var m wire.Message
+		var nums [2]float64
+		var in interner
+		for b.Loop() {
+			m = wire.Message{}
+			if !fastMessage(benchEvent, &m, &nums, &in) {
+				b.Fatal("the fast path gave up")
+			}
+		}
+	})
+	b.Run("mcpwire", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = slowMessage(benchEvent)
+		}
+	})
+}

@@ -43,6 +43,16 @@ func bodyMessages(b []byte) []wire.Message {
 // eventMessage reads the data of one SSE event (or one batch element) as a
 // single JSON-RPC message.
 func eventMessage(b []byte) wire.Message {
+	var m wire.Message
+	if fastMessage(b, &m, new([2]float64), nil) {
+		return m
+	}
+	return slowMessage(b)
+}
+
+// slowMessage reads one message with mcpwire, the reference the fast path
+// is held to.
+func slowMessage(b []byte) wire.Message {
 	m, err := mcpwire.ParseMessage(b)
 	if err != nil {
 		return wire.Message{Problem: err.Error()}

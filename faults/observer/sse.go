@@ -65,8 +65,10 @@ type sseParser struct {
 
 	// The record of an event or comment and its message, made again for
 	// each (see Sink: a sink does not keep them).
-	rec wire.Record
-	msg [1]wire.Message
+	rec  wire.Record
+	msg  [1]wire.Message
+	nums [2]float64
+	in   interner
 }
 
 func newSSE(out recorder, x int64) *sseParser { return &sseParser{out: out, x: x} }
@@ -247,7 +249,11 @@ func (s *sseParser) dispatch() {
 	s.rec = wire.Record{Kind: wire.KindEvent, Exchange: s.x, EventID: s.id, EventType: s.typ, RetryMS: s.retry,
 		Size: s.dataSize, Problem: s.problem, Priming: s.id != "" && s.dataSize == 0}
 	if s.problem == "" && s.dataSize > 0 && (s.typ == "" || s.typ == "message") {
-		s.msg[0] = eventMessage(s.data)
+		m := &s.msg[0]
+		*m = wire.Message{}
+		if !fastMessage(s.data, m, &s.nums, &s.in) {
+			*m = slowMessage(s.data)
+		}
 		s.rec.Messages = s.msg[:]
 	}
 	s.out.record(&s.rec)

@@ -28,6 +28,24 @@ type pairing struct {
 	wake    chan struct{}    // closed when busy ends, if the other side waits
 }
 
+// begin marks a chunk of the request direction read and not yet parsed;
+// done marks it parsed.
+func (p *pairing) begin() {
+	p.mu.Lock()
+	p.busy = true
+	p.mu.Unlock()
+}
+
+func (p *pairing) done() {
+	p.mu.Lock()
+	p.busy = false
+	if p.wake != nil {
+		close(p.wake)
+		p.wake = nil
+	}
+	p.mu.Unlock()
+}
+
 // header notes the method of request x, once its header has been parsed.
 func (p *pairing) header(x int64, method string) {
 	if method != http.MethodHead && method != http.MethodConnect {

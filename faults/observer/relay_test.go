@@ -1,0 +1,407 @@
+package observer_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"github.com/chaosrun/chaosrun/faults/observer"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
+)
+
+// chunked frames parts as a chunked body, with its final chunk.
+func chunked(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		fmt.Fprintf(&b, "%x\r\n%s\r\n", len(p), p)
+	}
+	b.WriteString("0\r\n\r\n")
+	return b.String()
+}
+
+func post(body string) string {
+	return "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+		fmt.Sprint(len(body)) + "\r\n\r\n" + body
+}
+
+func jsonResponse(body string) string {
+	return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+		fmt.Sprint(len(body)) + "\r\n\r\n" + body
+}
+
+const sseHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+func progressEvent(id string, n int) string {
+	return fmt.Sprintf("id: %s\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\","+
+		"\"params\":{\"progressToken\":7,\"progress\":%d,\"total\":9}}\n\n", id, n)
+}
+
+// writeChunked writes b in random pieces, pausing now and then so that
+// the pieces reach the reader as separate segments.
+func writeChunked(w io.Writer, b []byte, rng *rand.Rand) error {
+	for len(b) > 0 {
+		n := 1 + rng.IntN(min(len(b), 3000))
+		if _, err := w.Write(b[:n]); err != nil {
+			return err
+		}
+		b = b[n:]
+		if rng.IntN(6) == 0 {
+			time.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond)
+		}
+	}
+	return nil
+}
+
+func TestBytesPassUnchanged(t *testing.T) {
+	binary := func(n int, seed uint64) string {
+		b := make([]byte, n)
+		r := rand.New(rand.NewPCG(seed, seed))
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		return string(b)
+	}
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"c1"}}}`
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"chatty","arguments":{"events":3}}}`
+	var stream strings.Builder
+	for i := range 50 {
+		stream.WriteString(progressEvent(fmt.Sprint(i+1), i+1))
+	}
+	cases := []struct {
+		name     string
+		up, down string
+	}{
+		{name: "json exchange", up: post(init), down: jsonResponse(`{"jsonrpc":"2.0","id":1,"result":{}}`)},
+		{name: "sse stream", up: post(call), down: sseHead + chunked(": keepalive\n\n", stream.String(), "id: 99\ndata: {}\n\n")},
+		{name: "keep-alive and pipelined", up: post(init) + "GET /mcp HTTP/1.1\r\nLast-Event-ID: 4\r\n\r\n" + post(call),
+			down: jsonResponse(`{}`) + "HTTP/1.1 204 No Content\r\n\r\n" + sseHead + chunked(stream.String())},
+		{name: "chunked request", up: "POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(call[:10], call[10:]),
+			down: "HTTP/1.1 100 Continue\r\n\r\n" + jsonResponse(`{"jsonrpc":"2.0","id":2,"result":{"isError":true}}`)},
+		{name: "close-delimited sse", up: "GET /mcp HTTP/1.1\r\n\r\n", down: "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + stream.String()},
+		{name: "garbage", up: "hello there\r\n\r\n" + binary(5000, 1), down: "nope\n" + binary(7000, 2)},
+		{name: "binary", up: binary(200<<10, 3), down: binary(300<<10, 4)},
+		{name: "http2 preface", up: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + binary(1000, 5), down: binary(1000, 6)},
+		{name: "large event", up: post(call), down: sseHead + chunked("data: "+strings.Repeat("x", 1<<20)+"\n\n")},
+		{name: "nothing", up: "", down: ""},
+	}
+	for _, tc := range cases {
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprintf("%s/%d", tc.name, seed), func(t *testing.T) {
+				t.Parallel()
+				got := make(chan []byte, 1)
+				upstream := serveTCP(t, func(c *net.TCPConn) {
+					var wg sync.WaitGroup
+					wg.Go(func() {
+						assert.NoError(t, writeChunked(c, []byte(tc.down), rand.New(rand.NewPCG(seed, 1))))
+						assert.NoError(t, c.CloseWrite())
+					})
+					b, err := io.ReadAll(c)
+					assert.NoError(t, err)
+					wg.Wait()
+					got <- b
+				})
+				sink := newCollect(t)
+				tap := startTap(t, wire.EdgeClient, upstream, sink)
+				c := dial(t, tap.Addr())
+				var wg sync.WaitGroup
+				wg.Go(func() {
+					assert.NoError(t, writeChunked(c, []byte(tc.up), rand.New(rand.NewPCG(seed, 2))))
+					assert.NoError(t, c.CloseWrite())
+				})
+				down, err := io.ReadAll(c)
+				require.NoError(t, err)
+				wg.Wait()
+				assert.True(t, bytes.Equal([]byte(tc.down), down), "server to client bytes differ")
+				assert.True(t, bytes.Equal([]byte(tc.up), <-got), "client to server bytes differ")
+
+				recs := sink.await(t, "close", kind(wire.KindClose, 0))
+				cl := only(recs, kind(wire.KindClose, 0))[0]
+				assert.Equal(t, int64(len(tc.up)), cl.BytesUp)
+				assert.Equal(t, int64(len(tc.down)), cl.BytesDown)
+				assert.Equal(t, wire.EndFIN, cl.End)
+			})
+		}
+	}
+}
+
+// TestStreamPassesEventByEvent serves a stream whose second event is
+// written only once the client has read the first through the tap: a tap
+// that held bytes back would deadlock it.
+func TestStreamPassesEventByEvent(t *testing.T) {
+	first := make(chan struct{})
+	upstream := serveTCP(t, func(c *net.TCPConn) {
+		_, err := c.Read(make([]byte, 4096))
+		assert.NoError(t, err)
+		_, err = io.WriteString(c, sseHead+chunked(progressEvent("1", 1))[:len(chunked(progressEvent("1", 1)))-5])
+		assert.NoError(t, err)
+		select {
+		case <-first:
+		case <-time.After(waitFor):
+			t.Error("the client never got the first event")
+			return
+		}
+		_, err = io.WriteString(c, chunked(progressEvent("2", 2)))
+		assert.NoError(t, err)
+	})
+	sink := newCollect(t)
+	tap := startTap(t, wire.EdgeServer, upstream, sink)
+	c := dial(t, tap.Addr())
+	_, err := io.WriteString(c, "GET /mcp HTTP/1.1\r\nAccept: text/event-stream\r\n\r\n")
+	require.NoError(t, err)
+
+	var got []byte
+	buf := make([]byte, 4096)
+	for !bytes.Contains(got, []byte("\"progress\":1,")) {
+		n, err := c.Read(buf)
+		require.NoError(t, err, "the first event never arrived")
+		got = append(got, buf[:n]...)
+	}
+	recs := sink.await(t, "the first event", kind(wire.KindEvent, 0))
+	assert.Len(t, only(recs, kind(wire.KindEvent, 0)), 1, "the second event is not written yet")
+	close(first)
+	for !bytes.Contains(got, []byte("0\r\n\r\n")) {
+		n, err := c.Read(buf)
+		require.NoError(t, err, "the second event never arrived")
+		got = append(got, buf[:n]...)
+	}
+	recs = sink.await(t, "the body's end", kind(wire.KindBodyEnd, 0))
+	events := only(recs, kind(wire.KindEvent, 0))
+	require.Len(t, events, 2)
+	assert.Equal(t, []string{"1", "2"}, []string{events[0].EventID, events[1].EventID})
+}
+
+// lingerReset closes c with an RST.
+func lingerReset(t testing.TB, c *net.TCPConn) {
+	t.Helper()
+	require.NoError(t, c.SetLinger(0))
+	require.NoError(t, c.Close())
+}
+
+func TestEndsAreMirrored(t *testing.T) {
+	const request = "GET /mcp HTTP/1.1\r\n\r\n"
+	const answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	cases := []struct {
+		name string
+		// server runs the upstream side after it has read the request.
+		server func(t *testing.T, c *net.TCPConn)
+		// client runs after the request was written and returns what it
+		// read and the error that ended its reading.
+		client func(t *testing.T, c *net.TCPConn) ([]byte, error)
+		want   error // the client's read error
+		end    wire.End
+		by     wire.Side
+	}{
+		{
+			name: "upstream reset",
+			server: func(t *testing.T, c *net.TCPConn) {
+				_, err := io.WriteString(c, answer[:10])
+				assert.NoError(t, err)
+				time.Sleep(20 * time.Millisecond) // let the bytes pass before the reset
+				lingerReset(t, c)
+			},
+			want: syscall.ECONNRESET, end: wire.EndRST, by: wire.SideServer,
+		},
+		{
+			name: "upstream fin",
+			server: func(t *testing.T, c *net.TCPConn) {
+				_, err := io.WriteString(c, answer)
+				assert.NoError(t, err)
+				assert.NoError(t, c.Close())
+			},
+			want: io.EOF, end: wire.EndFIN, by: wire.SideServer,
+		},
+		{
+			name: "client half-close keeps the response flowing",
+			server: func(t *testing.T, c *net.TCPConn) {
+				rest, err := io.ReadAll(c) // returns at the client's FIN, passed on
+				assert.NoError(t, err)
+				assert.Empty(t, rest)
+				_, err = io.WriteString(c, answer)
+				assert.NoError(t, err)
+			},
+			client: func(t *testing.T, c *net.TCPConn) ([]byte, error) {
+				require.NoError(t, c.CloseWrite())
+				return readAll(c)
+			},
+			want: io.EOF, end: wire.EndFIN, by: wire.SideClient,
+		},
+		{
+			name: "client reset",
+			server: func(t *testing.T, c *net.TCPConn) {
+				_, err := io.ReadAll(c)
+				assert.ErrorIs(t, err, syscall.ECONNRESET, "the client's reset reaches the server")
+			},
+			client: func(t *testing.T, c *net.TCPConn) ([]byte, error) {
+				lingerReset(t, c)
+				return nil, syscall.ECONNRESET
+			},
+			want: syscall.ECONNRESET, end: wire.EndRST, by: wire.SideClient,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			served := make(chan struct{})
+			upstream := serveTCP(t, func(c *net.TCPConn) {
+				defer close(served)
+				buf := make([]byte, len(request))
+				_, err := io.ReadFull(c, buf)
+				assert.NoError(t, err)
+				tc.server(t, c)
+			})
+			sink := newCollect(t)
+			tap := startTap(t, wire.EdgeClient, upstream, sink)
+			c := dial(t, tap.Addr())
+			_, err := io.WriteString(c, request)
+			require.NoError(t, err)
+			client := tc.client
+			if client == nil {
+				client = func(_ *testing.T, c *net.TCPConn) ([]byte, error) { return readAll(c) }
+			}
+			got, err := client(t, c)
+			require.ErrorIs(t, err, tc.want)
+			if tc.want == io.EOF {
+				assert.Equal(t, answer, string(got))
+				require.NoError(t, c.Close(), "the client closes its half too")
+			}
+			<-served
+
+			recs := sink.await(t, "close", kind(wire.KindClose, 0))
+			cl := only(recs, kind(wire.KindClose, 0))[0]
+			assert.Equal(t, tc.end, cl.End, cl.Detail)
+			assert.Equal(t, tc.by, cl.By)
+			assert.Equal(t, int64(len(request)), cl.BytesUp)
+			assert.Equal(t, int64(len(got)), cl.BytesDown)
+		})
+	}
+}
+
+// readAll reads until an error, returning it (io.EOF included).
+func readAll(c net.Conn) ([]byte, error) {
+	var got []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			return got, err
+		}
+	}
+}
+
+func TestRefusedUpstreamIsAReset(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	refused := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	sink := newCollect(t)
+	tap := startTap(t, wire.EdgeServer, refused, sink)
+	c, err := net.Dial("tcp", tap.Addr())
+	if err == nil { // the reset can come before the dial returns, and then fails it
+		t.Cleanup(func() { c.Close() })
+		_, err = readAll(c)
+	}
+	require.ErrorIs(t, err, syscall.ECONNRESET)
+	recs := sink.await(t, "close", kind(wire.KindClose, 0))
+	require.Equal(t, []wire.Kind{wire.KindOpen, wire.KindClose}, kinds(recs))
+	cl := recs[1]
+	assert.Equal(t, wire.EndRST, cl.End)
+	assert.Equal(t, wire.SideServer, cl.By)
+	assert.Contains(t, cl.Detail, "connection refused")
+	assert.NotEmpty(t, recs[0].Peer)
+}
+
+func kinds(recs []wire.Record) []wire.Kind {
+	var out []wire.Kind
+	for _, r := range recs {
+		out = append(out, r.Kind)
+	}
+	return out
+}
+
+func TestCloseEndsOpenConnectionsAndWaits(t *testing.T) {
+	upstream := serveTCP(t, func(c *net.TCPConn) { _, _ = io.Copy(io.Discard, c) })
+	sink := newCollect(t)
+	tap := startTap(t, wire.EdgeClient, upstream, sink)
+	const conns = 3
+	var cs []*net.TCPConn
+	for range conns {
+		c := dial(t, tap.Addr())
+		_, err := io.WriteString(c, "GET / HTTP/1.1\r\n\r\n")
+		require.NoError(t, err)
+		cs = append(cs, c)
+	}
+	sink.awaitN(t, "a request on each connection", kind(wire.KindRequest, 0), conns)
+
+	require.NoError(t, tap.Close())
+	sink.closed()
+	require.NoError(t, tap.Close(), "Close is idempotent")
+	closes := only(sink.all(), kind(wire.KindClose, 0))
+	require.Len(t, closes, conns, "every connection's close is recorded before Close returns")
+	for _, cl := range closes {
+		assert.Equal(t, wire.EndObserver, cl.End)
+		assert.Empty(t, cl.By)
+	}
+	for _, c := range cs {
+		_, err := readAll(c)
+		assert.Error(t, err, "the connection is closed")
+	}
+	_, err := net.Dial("tcp", tap.Addr())
+	assert.Error(t, err, "the tap no longer listens")
+}
+
+func TestStartRejectsBadConfig(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		ln      net.Listener
+		cfg     observer.Config
+		wantErr string
+	}{
+		{name: "no listener", ctx: context.Background(), cfg: observer.Config{Edge: wire.EdgeClient, Upstream: "x:1"}, wantErr: "no listener"},
+		{name: "bad edge", ctx: context.Background(), ln: ln, cfg: observer.Config{Edge: "middle", Upstream: "x:1"}, wantErr: `edge "middle"`},
+		{name: "no upstream", ctx: context.Background(), ln: ln, cfg: observer.Config{Edge: wire.EdgeServer}, wantErr: "no upstream"},
+		{name: "ended context", ctx: cancelled, ln: ln, cfg: observer.Config{Edge: wire.EdgeServer, Upstream: "x:1"}, wantErr: "context canceled"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := observer.Start(tc.ctx, tc.ln, tc.cfg)
+			require.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+}
+
+func TestContextEndClosesTheTap(t *testing.T) {
+	upstream := serveTCP(t, func(c *net.TCPConn) { _, _ = io.Copy(io.Discard, c) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	sink := newCollect(t)
+	tap, err := observer.Start(ctx, ln, observer.Config{Edge: wire.EdgeClient, Upstream: upstream, Sink: sink})
+	require.NoError(t, err)
+	c := dial(t, tap.Addr())
+	sink.await(t, "open", kind(wire.KindOpen, 0))
+
+	cancel()
+	_, err = readAll(c)
+	require.Error(t, err, "the tap closed the connection")
+	require.NoError(t, tap.Close(), "Close after the context ended")
+	cl := sink.await(t, "close", kind(wire.KindClose, 0))
+	assert.Equal(t, wire.EndObserver, only(cl, kind(wire.KindClose, 0))[0].End)
+}

@@ -1,0 +1,180 @@
+package observer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chaosrun/chaosrun/internal/runclock"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
+)
+
+// dialTimeout bounds the dial of the upstream for one connection.
+const dialTimeout = 10 * time.Second
+
+// closeWarn is how long Close waits before it logs that it is waiting.
+const closeWarn = 5 * time.Second
+
+// Config configures a [Tap].
+type Config struct {
+	// Edge is the edge the tap sits at, named on every record.
+	Edge wire.Edge
+	// Upstream is the host:port the tap dials for each connection it
+	// accepts.
+	Upstream string
+	// Clock gives every record its t_us; the zero value starts a clock at
+	// Start.
+	Clock runclock.Clock
+	// Sink receives the records; nil drops them (the tap is a plain relay).
+	Sink Sink
+	// Logger receives debug logs (a failed dial, an accept error); nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Tap is a running wire observer at one edge. Create it with [Start], stop
+// it with [Tap.Close].
+type Tap struct {
+	cfg Config
+	ln  net.Listener
+	log *slog.Logger
+
+	// life ends when the tap closes: it cancels dials in progress.
+	life    context.Context
+	endLife context.CancelFunc
+	detach  func() bool
+
+	seq       atomic.Int64 // connection numbers
+	mu        sync.Mutex
+	closing   bool
+	live      map[*conn]struct{}
+	wg        sync.WaitGroup // the accept loop and every connection's goroutines
+	acceptErr error
+	closeOnce sync.Once
+}
+
+// Start relays every connection accepted on ln to cfg.Upstream and records
+// what crosses it, until Close is called or ctx ends. The tap owns ln.
+func Start(ctx context.Context, ln net.Listener, cfg Config) (*Tap, error) {
+	switch {
+	case ln == nil:
+		return nil, errors.New("observer: no listener")
+	case cfg.Edge != wire.EdgeClient && cfg.Edge != wire.EdgeServer:
+		return nil, fmt.Errorf("observer: edge %q: must be %q or %q", cfg.Edge, wire.EdgeClient, wire.EdgeServer)
+	case cfg.Upstream == "":
+		return nil, errors.New("observer: no upstream")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("observer: %w", err)
+	}
+	if cfg.Clock.Base().IsZero() {
+		cfg.Clock = runclock.Start()
+	}
+	if cfg.Sink == nil {
+		cfg.Sink = SinkFunc(func(*wire.Record) {})
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := &Tap{cfg: cfg, ln: ln, log: log.With("edge", cfg.Edge), live: map[*conn]struct{}{}}
+	t.life, t.endLife = context.WithCancel(context.Background())
+	t.wg.Go(t.accept)
+	t.detach = context.AfterFunc(ctx, func() { t.shutdown() })
+	return t, nil
+}
+
+// Addr is the address the tap listens on (host:port), the one to give to
+// whatever connects through it.
+func (t *Tap) Addr() string { return t.ln.Addr().String() }
+
+// Close stops accepting, ends every open connection (their close records
+// say end "observer") and returns once every goroutine of the tap has
+// returned, so no record follows it. It is idempotent; it returns the error
+// that stopped the accept loop, if one other than the close did.
+func (t *Tap) Close() error {
+	t.detach()
+	t.shutdown()
+	return t.acceptErr
+}
+
+func (t *Tap) shutdown() {
+	t.closeOnce.Do(func() {
+		t.mu.Lock()
+		t.closing = true
+		for c := range t.live {
+			c.abort()
+		}
+		t.mu.Unlock()
+		t.endLife()
+		_ = t.ln.Close()
+		// Closing the sockets ends every read and write; only a sink that
+		// does not return can hold Close up.
+		hang := time.AfterFunc(closeWarn, func() {
+			t.log.Warn("observer: Close still waits for connections after " + closeWarn.String() + ": is a sink blocked?")
+		})
+		t.wg.Wait()
+		hang.Stop()
+	})
+}
+
+func (t *Tap) isClosing() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closing
+}
+
+// accept runs the accept loop. Errors other than the listener's close (a
+// descriptor limit, say) are logged and retried after a pause, as
+// net/http does.
+func (t *Tap) accept() {
+	pause := time.Duration(0)
+	for {
+		nc, err := t.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || t.isClosing() {
+				if !t.isClosing() {
+					t.acceptErr = fmt.Errorf("observer: accept: %w", err)
+				}
+				return
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			t.log.Warn("accept failed; retrying", "err", err, "pause", pause)
+			select {
+			case <-time.After(pause):
+			case <-t.life.Done():
+				return
+			}
+			continue
+		}
+		pause = 0
+		c := newConn(t, nc)
+		if !t.track(c) {
+			nc.Close()
+			continue
+		}
+		t.wg.Go(c.run)
+	}
+}
+
+// track registers a connection, unless the tap is closing.
+func (t *Tap) track(c *conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closing {
+		return false
+	}
+	t.live[c] = struct{}{}
+	return true
+}
+
+func (t *Tap) untrack(c *conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.live, c)
+}

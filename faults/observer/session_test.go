@@ -1,0 +1,191 @@
+package observer_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/internal/runclock"
+	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/targets/client"
+	"github.com/chaosrun/chaosrun/targets/history"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/targets/server"
+	"github.com/chaosrun/chaosrun/targets/workload"
+)
+
+// session is a real MCP session on loopback: the resumable client, a tap
+// at the client edge, Toxiproxy, a tap at the server edge and the
+// reference server.
+type session struct {
+	proxy *toxiproxy.Proxy
+	sink  *collect
+}
+
+func newSession(t *testing.T) *session {
+	t.Helper()
+	clock := runclock.Start()
+	srv, err := server.New(server.Config{Recorder: sideeffects.NewMemory(), Clock: clock, Retry: 10 * time.Millisecond})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		require.NoError(t, srv.Close())
+		require.NoError(t, <-served)
+	})
+
+	s := &session{sink: newCollect(t)}
+	serverTap := startTap(t, wire.EdgeServer, ln.Addr().String(), s.sink)
+	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	s.proxy = toxiproxy.NewProxy(api, "mcp", "127.0.0.1:0", serverTap.Addr())
+	require.NoError(t, s.proxy.Start())
+	t.Cleanup(s.proxy.Stop)
+	clientTap := startTap(t, wire.EdgeClient, s.proxy.Listen, s.sink)
+
+	s.run(t, clock, clientTap.Addr())
+	return s
+}
+
+// run runs the client's workload, a charge and then a chatty call, and
+// cuts every connection through the proxy once the chatty call's second
+// progress event has reached the client edge.
+func (s *session) run(t *testing.T, clock runclock.Clock, addr string) {
+	cut := make(chan struct{})
+	go func() {
+		defer close(cut)
+		s.sink.await(t, "the second progress event at the client edge", func(r wire.Record) bool {
+			return r.Edge == wire.EdgeClient && progressOf(r) == 2
+		})
+		s.proxy.Stop()
+		assert.NoError(t, s.proxy.Start())
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	opts := workload.Options{
+		Endpoint: "http://" + addr + "/mcp",
+		Backoff:  workload.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Retries: 8},
+		Seed:     1,
+		Clock:    clock,
+		History:  history.NewWriter(discard{}, clock),
+	}
+	require.NoError(t, client.Run(ctx, client.TargetResumable, opts, workload.Client{ID: "c1", Calls: []workload.Call{
+		{ID: "c1-1", Tool: mcpwire.ToolCharge, Args: map[string]any{"amount_cents": 4999}, Duration: 20 * time.Millisecond},
+		{ID: "c1-2", Tool: mcpwire.ToolChatty, Args: map[string]any{"events": 6}, Duration: 600 * time.Millisecond},
+	}}))
+	<-cut
+	// The last records of both edges follow the client's return: the
+	// closes of its connections.
+	s.sink.awaitN(t, "every connection closed", func(r wire.Record) bool { return r.Kind == wire.KindOpen }, 1)
+	require.Eventually(t, func() bool {
+		recs := s.sink.all()
+		return len(only(recs, kind(wire.KindOpen, 0))) == len(only(recs, kind(wire.KindClose, 0)))
+	}, waitFor, time.Millisecond)
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func progressOf(r wire.Record) float64 {
+	if r.Kind != wire.KindEvent || len(r.Messages) != 1 || r.Messages[0].Method != mcpwire.MethodProgress || r.Messages[0].Progress == nil {
+		return 0
+	}
+	return *r.Messages[0].Progress
+}
+
+// messages lists the messages of one edge's records of the given kinds.
+func messages(recs []wire.Record, edge wire.Edge, kinds ...wire.Kind) []wire.Message {
+	var out []wire.Message
+	for _, r := range recs {
+		if r.Edge == edge && slices.Contains(kinds, r.Kind) {
+			out = append(out, r.Messages...)
+		}
+	}
+	return out
+}
+
+func TestRecordsOfAnMCPSession(t *testing.T) {
+	s := newSession(t)
+	recs := s.sink.all()
+	for _, edge := range wire.Edges {
+		t.Run(string(edge), func(t *testing.T) {
+			sent := messages(recs, edge, wire.KindRequest)
+			answers := messages(recs, edge, wire.KindResponse, wire.KindEvent)
+
+			i := slices.IndexFunc(sent, func(m wire.Message) bool { return m.Method == mcpwire.MethodInitialize })
+			require.GreaterOrEqual(t, i, 0, "the initialize request")
+			assert.Equal(t, "c1", sent[i].ClientName)
+			assert.Equal(t, mcpwire.LatestVersion, sent[i].Protocol)
+			j := slices.IndexFunc(answers, func(m wire.Message) bool { return m.Response && m.ID == sent[i].ID })
+			require.GreaterOrEqual(t, j, 0, "the initialize result")
+			assert.Equal(t, mcpwire.LatestVersion, answers[j].Protocol)
+			resp := only(recs, func(r wire.Record) bool { return r.Edge == edge && r.Kind == wire.KindResponse && r.Header != nil })
+			require.NotEmpty(t, resp)
+			session := resp[0].Header.SessionID
+			assert.NotEmpty(t, session, "the session id header")
+
+			var calls []wire.Message
+			for _, m := range sent {
+				if m.Method == mcpwire.MethodToolsCall {
+					calls = append(calls, m)
+				}
+			}
+			require.Len(t, calls, 2, "each call is invoked once")
+			assert.Equal(t, mcpwire.ToolCharge, calls[0].Tool)
+			var args map[string]any
+			require.NoError(t, json.Unmarshal(calls[0].Args, &args))
+			assert.Equal(t, "c1-1", args["order_id"])
+			digest, err := wire.ArgsDigest(calls[0].Args)
+			require.NoError(t, err)
+			assert.Equal(t, digest, calls[0].ArgsDigest)
+			assert.Equal(t, mcpwire.ToolChatty, calls[1].Tool)
+			assert.NotEmpty(t, calls[1].ProgressToken)
+
+			var progress []float64
+			for _, r := range recs {
+				if r.Edge == edge && progressOf(r) > 0 {
+					progress = append(progress, progressOf(r))
+					assert.NotEmpty(t, r.EventID)
+					assert.Equal(t, calls[1].ProgressToken, r.Messages[0].ProgressToken)
+				}
+			}
+			assert.Equal(t, []float64{1, 2, 3, 4, 5, 6}, progress, "every progress event once, across the cut")
+			results := slices.IndexFunc(answers, func(m wire.Message) bool { return m.Response && m.ID == calls[1].ID })
+			assert.GreaterOrEqual(t, results, 0, "the chatty call's result")
+
+			resumes := only(recs, func(r wire.Record) bool {
+				return r.Edge == edge && r.Kind == wire.KindRequest && r.Method == http.MethodGet
+			})
+			require.NotEmpty(t, resumes, "the resume")
+			assert.NotEmpty(t, resumes[0].Header.LastEventID)
+			assert.Equal(t, session, resumes[0].Header.SessionID)
+
+			// The cut closed the connection carrying the chatty call's
+			// stream: at the client edge the fault proxy ended it, at the
+			// server edge it did too, from the other side.
+			call := only(recs, func(r wire.Record) bool {
+				return r.Edge == edge && r.Kind == wire.KindRequest && len(r.Messages) == 1 && r.Messages[0].ID == calls[1].ID
+			})
+			require.Len(t, call, 1)
+			closes := only(recs, func(r wire.Record) bool { return r.Edge == edge && r.Kind == wire.KindClose && r.Conn == call[0].Conn })
+			require.Len(t, closes, 1)
+			want := map[wire.Edge]wire.Side{wire.EdgeClient: wire.SideServer, wire.EdgeServer: wire.SideClient}[edge]
+			assert.Equal(t, want, closes[0].By, closes[0].Detail)
+			assert.Equal(t, wire.EndFIN, closes[0].End)
+			assert.Positive(t, closes[0].BytesUp)
+			assert.Positive(t, closes[0].BytesDown)
+		})
+	}
+}

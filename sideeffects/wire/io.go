@@ -24,7 +24,7 @@ type Writer struct {
 	mu  sync.Mutex
 	bw  *bufio.Writer
 	buf bytes.Buffer  // one encoded record
-	enc *json.Encoder // encodes into buf, reusing its memory
+	enc *json.Encoder // encodes into buf the records appendRecord leaves to encoding/json
 	c   io.Closer
 	n   int64
 	err error // the first write error; later writes return it
@@ -58,7 +58,9 @@ func (w *Writer) Write(r *Record) (int64, error) {
 	w.n++
 	r.N = w.n
 	w.buf.Reset()
-	if err := w.enc.Encode(r); err != nil { // the JSON of json.Marshal, and a newline
+	if b, ok := appendRecord(w.buf.AvailableBuffer(), r); ok {
+		w.buf.Write(append(b, '\n'))
+	} else if err := w.enc.Encode(r); err != nil { // the JSON of json.Marshal, and a newline
 		w.n--
 		return 0, fmt.Errorf("wire: %w", err)
 	}

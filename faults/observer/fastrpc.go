@@ -261,14 +261,11 @@ type scanner struct {
 }
 
 func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\r', '\n':
-			s.i++
-		default:
-			return
-		}
+	b, i := s.b, s.i
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
 	}
+	s.i = i
 }
 
 // end reports whether only white space is left.
@@ -397,12 +394,14 @@ func (s *scanner) str() (v []byte, plain, ok bool) {
 	// Most strings are short and plain: a byte at a time for the first
 	// few, then, for a long one, find the closing quote at once and check
 	// the bytes before it eight at a time.
-	for s.i < len(s.b) && s.i-start < 16 && plainByte[s.b[s.i]] {
-		s.i++
+	b, i := s.b, s.i
+	for i < len(b) && i-start < 16 && plainByte[b[i]] {
+		i++
 	}
-	if s.i < len(s.b) && s.b[s.i] == '"' {
+	s.i = i
+	if i < len(b) && b[i] == '"' {
 		s.i++
-		return s.b[start : s.i-1], true, true
+		return b[start:i], true, true
 	}
 	if s.i-start == 16 {
 		rest := s.b[s.i:]

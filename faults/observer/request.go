@@ -7,86 +7,37 @@ import (
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
 )
 
-// recorder takes the records a parser makes; the connection stamps them
-// (time, edge, connection) and hands them to the sink.
-type recorder interface{ record(r *wire.Record) }
-
-// parseState is where a stream parser is.
-type parseState int
-
-const (
-	inHead   parseState = iota // in a header section
-	inBody                     // in a body
-	inBroken                   // parsing stopped: the rest passes unread
-)
-
 // maxMethodBytes bounds a request method: longer is not HTTP.
 const maxMethodBytes = 32
 
 // requestParser reads the client-to-server direction of one connection as
 // a sequence of HTTP/1.x requests.
 type requestParser struct {
-	out  recorder
+	messages
 	pair *pairing
 
-	state parseState
-	// read and unread count the bytes fed: read by the parser, or passed
-	// unread after it stopped.
-	read, unread int64
 	x            int64 // the request being read, from 1
-	unit         int64 // bytes of the request so far
-	head         head
-	sp           bool // the start line's method has ended
-	f            fields
-	body         body
-
+	sp           bool  // the start line's method has ended
 	method, path string
 	kept         []byte // the body, up to MaxBodyBytes
 	over         bool   // the body was larger than kept
-	rec          wire.Record
 }
 
 func newRequestParser(out recorder, pair *pairing) *requestParser {
-	p := &requestParser{out: out, pair: pair}
+	p := &requestParser{messages: messages{out: out}, pair: pair}
 	p.next()
 	return p
 }
 
 // next starts reading the next request.
 func (p *requestParser) next() {
-	p.state, p.x, p.unit, p.sp = inHead, p.x+1, 0, false
-	p.head.reset(false)
-	p.f.reset()
-	p.body.reset(bodyNone, 0)
+	p.messages.next()
+	p.x, p.sp = p.x+1, false
 	p.method, p.path, p.kept, p.over = "", "", shrink(p.kept), false
 }
 
 // feed reads bytes that have just been passed on.
-func (p *requestParser) feed(b []byte) {
-	for len(b) > 0 && p.state != inBroken {
-		var (
-			n       int
-			done    bool
-			problem string
-		)
-		if p.state == inHead {
-			n, done, problem = p.head.feed(b, p)
-		} else {
-			n, done, problem = p.body.feed(b, p)
-		}
-		p.unit, p.read = p.unit+int64(n), p.read+int64(n)
-		b = b[n:]
-		switch {
-		case problem != "":
-			p.breakdown(problem)
-		case done && p.state == inHead:
-			p.headDone()
-		case done:
-			p.complete("")
-		}
-	}
-	p.unread += int64(len(b))
-}
+func (p *requestParser) feed(b []byte) { p.messages.feed(b, p) }
 
 // end reads the end of the direction: a request cut short is recorded.
 func (p *requestParser) end() {
@@ -138,9 +89,8 @@ func (p *requestParser) complete(problem string) {
 }
 
 func (p *requestParser) breakdown(problem string) {
-	p.rec = wire.Record{Kind: wire.KindMalformed, Exchange: p.x, Problem: problem, Size: p.unit}
-	p.out.record(&p.rec)
-	p.state, p.kept = inBroken, nil
+	p.malformed(p.x, problem)
+	p.kept = nil
 	p.pair.stop()
 }
 

@@ -14,29 +14,19 @@ import (
 // a sequence of HTTP/1.x responses, the n-th final response answering the
 // n-th request.
 type responseParser struct {
-	out  recorder
+	messages
 	pair *pairing
 
-	state parseState
-	// read and unread count the bytes fed: read by the parser, or passed
-	// unread after it stopped.
-	read, unread int64
-	x            int64 // final responses so far: the one being read once its header passed
-	unit         int64 // bytes of the response so far
-	head         head
-	f            fields
-	status       int
-	body         body
-	sse          *sseParser // set while an SSE body is read
-
-	keep int    // how much of the body to keep: a JSON or an error body
-	kept []byte // the body, up to keep
-	over bool   // the body was larger than keep
-	rec  wire.Record
+	x      int64 // final responses so far: the one being read once its header passed
+	status int
+	sse    *sseParser // set while an SSE body is read
+	keep   int        // how much of the body to keep: a JSON or an error body
+	kept   []byte     // the body, up to keep
+	over   bool       // the body was larger than keep
 }
 
 func newResponseParser(out recorder, pair *pairing) *responseParser {
-	p := &responseParser{out: out, pair: pair}
+	p := &responseParser{messages: messages{out: out}, pair: pair}
 	p.next()
 	return p
 }
@@ -44,39 +34,13 @@ func newResponseParser(out recorder, pair *pairing) *responseParser {
 // next starts reading the next response (or the final response after an
 // informational one).
 func (p *responseParser) next() {
-	p.state, p.unit, p.status, p.sse = inHead, 0, 0, nil
-	p.head.reset(false)
-	p.f.reset()
-	p.body.reset(bodyNone, 0)
+	p.messages.next()
+	p.status, p.sse = 0, nil
 	p.keep, p.kept, p.over = 0, shrink(p.kept), false
 }
 
 // feed reads bytes that have just been passed on.
-func (p *responseParser) feed(b []byte) {
-	for len(b) > 0 && p.state != inBroken {
-		var (
-			n       int
-			done    bool
-			problem string
-		)
-		if p.state == inHead {
-			n, done, problem = p.head.feed(b, p)
-		} else {
-			n, done, problem = p.body.feed(b, p)
-		}
-		p.unit, p.read = p.unit+int64(n), p.read+int64(n)
-		b = b[n:]
-		switch {
-		case problem != "":
-			p.breakdown(problem)
-		case done && p.state == inHead:
-			p.headDone()
-		case done:
-			p.complete("")
-		}
-	}
-	p.unread += int64(len(b))
-}
+func (p *responseParser) feed(b []byte) { p.messages.feed(b, p) }
 
 // end reads the end of the direction. A body delimited by the close is
 // complete; one the close cut short is recorded with a problem, and an SSE
@@ -178,9 +142,8 @@ func (p *responseParser) record(problem string) {
 }
 
 func (p *responseParser) breakdown(problem string) {
-	p.rec = wire.Record{Kind: wire.KindMalformed, Exchange: p.x, Problem: problem, Size: p.unit}
-	p.out.record(&p.rec)
-	p.state, p.kept, p.sse = inBroken, nil, nil
+	p.malformed(p.x, problem)
+	p.kept, p.sse = nil, nil
 }
 
 // data passes a stream's bytes to the SSE parser, or keeps a body's for

@@ -141,6 +141,11 @@ func appendBool(b []byte, key string, v bool) []byte {
 // appendFloat writes a float64 as encoding/json does: like ES6, decimal
 // unless very small or large, and an exponent without a leading zero.
 func appendFloat(b []byte, f float64) []byte {
+	// Progress numbers are mostly integers: below 2^53 their digits are
+	// their shortest decimal form (negative zero is not: it is "-0").
+	if n := int64(f); float64(n) == f && -1<<53 < n && n < 1<<53 && (n != 0 || !math.Signbit(f)) {
+		return strconv.AppendInt(b, n, 10)
+	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
@@ -153,17 +158,33 @@ func appendFloat(b []byte, f float64) []byte {
 	return b
 }
 
+// htmlSafe marks the bytes appendString copies as they are: printable
+// ASCII but the quote, the backslash, <, > and &.
+var htmlSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString writes a JSON string as encoding/json does with HTML
 // escaping: quotes, backslashes, control bytes, <, > and & escaped, invalid
 // UTF-8 replaced by U+FFFD, and U+2028 and U+2029 escaped.
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
+	i := 0
+	for i < len(s) && htmlSafe[s[i]] {
+		i++
+	}
+	if i == len(s) { // the common case: nothing to escape
+		return append(append(b, s...), '"')
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if htmlSafe[c] {
 				i++
 				continue
 			}

@@ -85,7 +85,7 @@ func TestAppendRecordIsMarshal(t *testing.T) {
 			assertMarshal(t, &r)
 		}
 	}
-	for _, f := range []float64{0, 1, -2.5, 1e20, 1e21, 1e-6, 1e-7, 123456789.125, math.MaxFloat64, math.SmallestNonzeroFloat64} {
+	for _, f := range []float64{0, math.Copysign(0, -1), 1, -3, 1 << 53, 1<<53 - 1, -(1<<53 - 1), 1<<53 + 2, -2.5, 1e20, 1e21, 1e-6, 1e-7, 123456789.125, math.MaxFloat64, math.SmallestNonzeroFloat64} {
 		assertMarshal(t, &Record{Messages: []Message{{Progress: &f}}})
 	}
 }

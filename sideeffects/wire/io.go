@@ -17,6 +17,10 @@ import (
 // MaxArgsBytes of arguments and MaxErrorBody of an error body, escaped.
 const maxLine = 4 << 20
 
+// minFree is the free space below which Writer.Write flushes before it
+// encodes a record: more than most records take.
+const minFree = 4 << 10
+
 // Writer appends records to wire.jsonl, numbering them from 1. It buffers;
 // [Writer.Flush] and [Writer.Close] write the buffer out. It is safe for
 // concurrent use.
@@ -57,14 +61,26 @@ func (w *Writer) Write(r *Record) (int64, error) {
 	}
 	w.n++
 	r.N = w.n
-	w.buf.Reset()
-	if b, ok := appendRecord(w.buf.AvailableBuffer(), r); ok {
-		w.buf.Write(append(b, '\n'))
-	} else if err := w.enc.Encode(r); err != nil { // the JSON of json.Marshal, and a newline
-		w.n--
-		return 0, fmt.Errorf("wire: %w", err)
+	// A record is encoded straight into the buffer's free space, which
+	// Write then takes without a copy.
+	if w.bw.Available() < minFree && w.bw.Buffered() > 0 {
+		if err := w.bw.Flush(); err != nil {
+			w.err = fmt.Errorf("wire: %w", err)
+			return 0, w.err
+		}
 	}
-	if _, err := w.bw.Write(w.buf.Bytes()); err != nil {
+	b, ok := appendRecord(w.bw.AvailableBuffer(), r)
+	if ok {
+		b = append(b, '\n')
+	} else {
+		w.buf.Reset()
+		if err := w.enc.Encode(r); err != nil { // the JSON of json.Marshal, and a newline
+			w.n--
+			return 0, fmt.Errorf("wire: %w", err)
+		}
+		b = w.buf.Bytes()
+	}
+	if _, err := w.bw.Write(b); err != nil {
 		w.err = fmt.Errorf("wire: %w", err)
 		return 0, w.err
 	}

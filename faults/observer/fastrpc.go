@@ -3,6 +3,7 @@ package observer
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"strconv"
 
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
@@ -41,6 +42,9 @@ var knownMethods = []string{mcpwire.MethodProgress, mcpwire.MethodCancelled, mcp
 // event (a progress token, say) in in. It reports false, leaving m to be
 // reset, when it cannot read b.
 func fastMessage(b []byte, m *wire.Message, nums *[2]float64, in *interner) bool {
+	if bytes.HasPrefix(b, progressPrefix) && fastProgress(b, m, nums, in) {
+		return true
+	}
 	s := scanner{b: b, in: in}
 	var seen struct{ jsonrpc, id, method, params, result, error bool }
 	var params []byte // params met before the method: read once it is known
@@ -90,6 +94,30 @@ func fastMessage(b []byte, m *wire.Message, nums *[2]float64, in *interner) bool
 	}
 	m.Response = true
 	return seen.id && seen.result != seen.error
+}
+
+// progressPrefix is how most servers begin a progress notification: keys
+// in this order, no white space.
+var progressPrefix = []byte(`{"jsonrpc":"2.0","method":"` + mcpwire.MethodProgress + `","params":`)
+
+// fastProgress reads a message that begins with progressPrefix as
+// fastMessage would, without walking the prefix: its params, and then
+// nothing but the end of the message. It reports false, leaving m to be
+// reset, for anything else (a key after params, say), which fastMessage
+// then reads from the start.
+func fastProgress(b []byte, m *wire.Message, nums *[2]float64, in *interner) bool {
+	s := scanner{b: b, i: len(progressPrefix), depth: 1, in: in}
+	m.Method = mcpwire.MethodProgress
+	if !s.params(m, nums) || s.peek() != '}' {
+		*m = wire.Message{}
+		return false
+	}
+	s.i++
+	if !s.end() {
+		*m = wire.Message{}
+		return false
+	}
+	return true
 }
 
 // params reads the params a record keeps of a notification or of a
@@ -261,6 +289,9 @@ type scanner struct {
 }
 
 func (s *scanner) ws() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return // most JSON on the wire has no white space
+	}
 	b, i := s.b, s.i
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
 		i++
@@ -390,30 +421,39 @@ func (s *scanner) str() (v []byte, plain, ok bool) {
 		return nil, false, false
 	}
 	s.i++
-	start, plain := s.i, true
-	// Most strings are short and plain: a byte at a time for the first
-	// few, then, for a long one, find the closing quote at once and check
-	// the bytes before it eight at a time.
+	start := s.i
+	// Most strings are plain: eight bytes at a time up to the first byte
+	// that is not, which is most often the closing quote.
 	b, i := s.b, s.i
-	for i < len(b) && i-start < 16 && plainByte[b[i]] {
-		i++
+	for {
+		if i+8 > len(b) {
+			for i < len(b) && plainByte[b[i]] {
+				i++
+			}
+			break
+		}
+		if m := notPlain8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			i += bits.TrailingZeros64(m) / 8
+			break
+		}
+		i += 8
 	}
-	s.i = i
 	if i < len(b) && b[i] == '"' {
-		s.i++
+		s.i = i + 1
 		return b[start:i], true, true
 	}
-	if s.i-start == 16 {
-		rest := s.b[s.i:]
-		if end := bytes.IndexByte(rest, '"'); end >= 0 && bytes.IndexByte(rest[:end], '\\') < 0 {
-			ctl, high := classify8(rest[:end])
-			if ctl {
-				return nil, false, false
-			}
-			s.i += end + 1
-			return s.b[start : s.i-1], !high, true
+	// A string without escapes (text beyond ASCII, say): find its end at
+	// once and check the bytes before it eight at a time.
+	s.i = i
+	if end := bytes.IndexByte(b[i:], '"'); end >= 0 && bytes.IndexByte(b[i:i+end], '\\') < 0 {
+		ctl, high := classify8(b[i : i+end])
+		if ctl {
+			return nil, false, false
 		}
+		s.i = i + end + 1
+		return b[start : i+end], !high, true
 	}
+	plain = true
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		if plainByte[c] {
@@ -438,6 +478,17 @@ func (s *scanner) str() (v []byte, plain, ok bool) {
 		s.i++
 	}
 	return nil, false, false
+}
+
+// notPlain8 flags the bytes of the word x (read little-endian) that a
+// plain string cannot hold as they are: the quote, the backslash, a control
+// byte (below 0x20) or one of 0x80 or more. Each test is the "haszero" or
+// "hasless" of Bit Twiddling Hacks, whose lowest flag is always exact, so
+// the lowest flag of the result is the first such byte.
+func notPlain8(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	return ((q-ones)&^q | (bs-ones)&^bs | (x-ones*0x20)&^x | x) & highs
 }
 
 // classify8 reports whether b holds a control byte (below 0x20) and

@@ -11,6 +11,12 @@
 // feeds whatever watches the records (a trigger). [Tap.Close] stops a tap
 // and returns once its last record has been handed to the sink.
 //
+// [Tap.Refuse] closes a tap's listener, so that new connections to its
+// address are refused as by a disabled proxy (partition {mode: refuse} at
+// the client edge, where the client connects to the tap), and leaves the
+// open connections to the fault proxy; [Tap.Accept] listens on the same
+// address again.
+//
 // # Relaying
 //
 // For each connection it accepts (the client side, wire.SideClient), a tap

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/chaosrun/chaosrun/faults/observer"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaosrun/chaosrun/faults/observer"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
 )
 
@@ -404,4 +404,63 @@ func TestContextEndClosesTheTap(t *testing.T) {
 	require.NoError(t, tap.Close(), "Close after the context ended")
 	cl := sink.await(t, "close", kind(wire.KindClose, 0))
 	assert.Equal(t, wire.EndObserver, only(cl, kind(wire.KindClose, 0))[0].End)
+}
+
+// TestRefuseAndAccept refuses new connections at the tap's address while
+// one already open keeps flowing, then accepts on the same address again.
+func TestRefuseAndAccept(t *testing.T) {
+	upstream := serveTCP(t, func(c *net.TCPConn) { _, _ = io.Copy(c, c) })
+	sink := newCollect(t)
+	tap := startTap(t, wire.EdgeClient, upstream, sink)
+	addr := tap.Addr()
+	echo := func(c net.Conn, s string) {
+		t.Helper()
+		_, err := io.WriteString(c, s)
+		require.NoError(t, err)
+		got := make([]byte, len(s))
+		_, err = io.ReadFull(c, got)
+		require.NoError(t, err)
+		require.Equal(t, s, string(got))
+	}
+	open := dial(t, addr)
+	echo(open, "before")
+
+	require.NoError(t, tap.Refuse())
+	require.NoError(t, tap.Refuse(), "Refuse is idempotent")
+	_, err := net.Dial("tcp", addr)
+	require.ErrorIs(t, err, syscall.ECONNREFUSED, "a new connection is refused")
+	echo(open, "during") // the open one is the fault proxy's to end
+
+	require.NoError(t, tap.Accept())
+	require.NoError(t, tap.Accept(), "Accept while accepting does nothing")
+	assert.Equal(t, addr, tap.Addr())
+	again := dial(t, addr)
+	echo(again, "after")
+	opens := only(sink.awaitN(t, "two connections", kind(wire.KindOpen, 0), 2), kind(wire.KindOpen, 0))
+	assert.Equal(t, []int64{1, 2}, []int64{opens[0].Conn, opens[1].Conn}, "the refused connection never reached the tap")
+
+	require.NoError(t, open.CloseWrite())
+	_, err = readAll(open)
+	require.ErrorIs(t, err, io.EOF)
+	sink.await(t, "the first connection's close", kind(wire.KindClose, 1))
+}
+
+func TestCloseWhileRefusing(t *testing.T) {
+	upstream := serveTCP(t, func(c *net.TCPConn) { _, _ = io.Copy(io.Discard, c) })
+	sink := newCollect(t)
+	tap := startTap(t, wire.EdgeServer, upstream, sink)
+	c := dial(t, tap.Addr())
+	sink.await(t, "open", kind(wire.KindOpen, 0))
+	require.NoError(t, tap.Refuse())
+
+	require.NoError(t, tap.Close())
+	_, err := readAll(c)
+	require.Error(t, err, "Close ends the connections that Refuse left open")
+	cl := only(sink.all(), kind(wire.KindClose, 0))
+	require.Len(t, cl, 1)
+	assert.Equal(t, wire.EndObserver, cl[0].End)
+	require.ErrorIs(t, tap.Refuse(), observer.ErrClosed)
+	require.ErrorIs(t, tap.Accept(), observer.ErrClosed)
+	_, err = net.Dial("tcp", tap.Addr())
+	require.Error(t, err, "a closed tap does not listen again")
 }

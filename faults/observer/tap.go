@@ -37,12 +37,15 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// ErrClosed is returned by the methods of a tap that has been closed.
+var ErrClosed = errors.New("observer: tap closed")
+
 // Tap is a running wire observer at one edge. Create it with [Start], stop
 // it with [Tap.Close].
 type Tap struct {
-	cfg Config
-	ln  net.Listener
-	log *slog.Logger
+	cfg  Config
+	addr net.Addr // where the tap listens, and listens again after Refuse
+	log  *slog.Logger
 
 	// life ends when the tap closes: it cancels dials in progress.
 	life    context.Context
@@ -51,15 +54,18 @@ type Tap struct {
 
 	seq       atomic.Int64 // connection numbers
 	mu        sync.Mutex
+	ln        net.Listener // nil while the tap refuses connections
 	closing   bool
 	live      map[*conn]struct{}
-	wg        sync.WaitGroup // the accept loop and every connection's goroutines
+	wg        sync.WaitGroup // the accept loops and every connection's goroutines
 	acceptErr error
 	closeOnce sync.Once
 }
 
 // Start relays every connection accepted on ln to cfg.Upstream and records
-// what crosses it, until Close is called or ctx ends. The tap owns ln.
+// what crosses it, until Close is called or ctx ends. The tap owns ln;
+// after [Tap.Refuse] it listens again with net.Listen on the network and
+// address of ln.Addr().
 func Start(ctx context.Context, ln net.Listener, cfg Config) (*Tap, error) {
 	switch {
 	case ln == nil:
@@ -82,24 +88,82 @@ func Start(ctx context.Context, ln net.Listener, cfg Config) (*Tap, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &Tap{cfg: cfg, ln: ln, log: log.With("edge", cfg.Edge), live: map[*conn]struct{}{}}
+	t := &Tap{cfg: cfg, addr: ln.Addr(), ln: ln, log: log.With("edge", cfg.Edge), live: map[*conn]struct{}{}}
 	t.life, t.endLife = context.WithCancel(context.Background())
-	t.wg.Go(t.accept)
+	t.wg.Go(func() { t.accept(ln) })
 	t.detach = context.AfterFunc(ctx, func() { t.shutdown() })
 	return t, nil
 }
 
 // Addr is the address the tap listens on (host:port), the one to give to
-// whatever connects through it.
-func (t *Tap) Addr() string { return t.ln.Addr().String() }
+// whatever connects through it. It stays the same across [Tap.Refuse] and
+// [Tap.Accept].
+func (t *Tap) Addr() string { return t.addr.String() }
+
+// Refuse closes the tap's listener, so that a new connection to Addr is
+// refused (the kernel answers its SYN with a reset) rather than accepted
+// and then cut: what the fault catalogue's partition {mode: refuse} needs
+// at the client edge, where the client connects to the tap and not to the
+// fault proxy. A refused connection never reaches the tap and leaves no
+// record.
+//
+// Connections already open are left as they are: how they end is the
+// fault proxy's part (a disabled Toxiproxy proxy closes its own), and the
+// tap mirrors and records it as it does any end. To cut them too, refuse
+// first and then disable the proxy, so that no connection slips in
+// between.
+//
+// Refuse is idempotent; [Tap.Accept] listens again. It returns ErrClosed
+// once the tap is closed.
+func (t *Tap) Refuse() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.closing:
+		return ErrClosed
+	case t.ln == nil:
+		return nil
+	}
+	ln := t.ln
+	t.ln = nil
+	if err := ln.Close(); err != nil {
+		return fmt.Errorf("observer: refuse: %w", err)
+	}
+	return nil
+}
+
+// Accept listens on Addr again after [Tap.Refuse], and accepts and relays
+// connections as before (their numbers go on from the last). It does
+// nothing while the tap accepts, fails if the address was taken meanwhile,
+// and returns ErrClosed once the tap is closed.
+func (t *Tap) Accept() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.closing:
+		return ErrClosed
+	case t.ln != nil:
+		return nil
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(t.life, t.addr.Network(), t.addr.String())
+	if err != nil {
+		return fmt.Errorf("observer: listen again on %s: %w", t.addr, err)
+	}
+	t.ln = ln
+	t.wg.Go(func() { t.accept(ln) })
+	return nil
+}
 
 // Close stops accepting, ends every open connection (their close records
 // say end "observer") and returns once every goroutine of the tap has
 // returned, so no record follows it. It is idempotent; it returns the error
-// that stopped the accept loop, if one other than the close did.
+// that stopped the accept loop, if one other than the tap's own close did.
 func (t *Tap) Close() error {
 	t.detach()
 	t.shutdown()
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	return t.acceptErr
 }
 
@@ -110,9 +174,13 @@ func (t *Tap) shutdown() {
 		for c := range t.live {
 			c.abort()
 		}
+		ln := t.ln
+		t.ln = nil
 		t.mu.Unlock()
 		t.endLife()
-		_ = t.ln.Close()
+		if ln != nil {
+			_ = ln.Close()
+		}
 		// Closing the sockets ends every read and write; only a sink that
 		// does not return can hold Close up.
 		hang := time.AfterFunc(closeWarn, func() {
@@ -123,24 +191,21 @@ func (t *Tap) shutdown() {
 	})
 }
 
-func (t *Tap) isClosing() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.closing
-}
-
-// accept runs the accept loop. Errors other than the listener's close (a
-// descriptor limit, say) are logged and retried after a pause, as
-// net/http does.
-func (t *Tap) accept() {
+// accept runs the accept loop of ln until the tap closes ln (on Refuse or
+// Close) or ln fails for good. Other errors (a descriptor limit, say) are
+// logged and retried after a pause, as net/http does.
+func (t *Tap) accept(ln net.Listener) {
 	pause := time.Duration(0)
 	for {
-		nc, err := t.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) || t.isClosing() {
-				if !t.isClosing() {
-					t.acceptErr = fmt.Errorf("observer: accept: %w", err)
-				}
+			if !t.listening(ln) {
+				return
+			}
+			if errors.Is(err, net.ErrClosed) {
+				t.mu.Lock()
+				t.acceptErr = fmt.Errorf("observer: accept: %w", err)
+				t.mu.Unlock()
 				return
 			}
 			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
@@ -160,6 +225,14 @@ func (t *Tap) accept() {
 		}
 		t.wg.Go(c.run)
 	}
+}
+
+// listening reports whether ln is the tap's listener: not closed by
+// Refuse or Close.
+func (t *Tap) listening(ln net.Listener) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ln == ln && !t.closing
 }
 
 // track registers a connection, unless the tap is closing.

@@ -36,6 +36,8 @@ var messageSeeds = []string{
 	`[{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r"}},{"jsonrpc":"1.0"}]`,
 	`{"jsonrpc":"2.0","Method":"x","id":1e3}`, `{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"t","status":"s"}}}`,
 	` {"jsonrpc":"2.0","method":"a\u00e9"} }`, `{`, ``, `null`,
+	`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2},"id":3}`,
+	`{"jsonrpc":"2.0","id":"é-1 a long string of text","result":{"status":"ok\tdone"}}`,
 }
 
 // parseStream feeds b to a parser in the chunking cut gives (none for 0),

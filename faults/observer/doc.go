@@ -119,7 +119,10 @@
 // # Bounds
 //
 // A tap never panics on its input (FuzzRequestStream, FuzzResponseStream,
-// FuzzMessages) and keeps per connection direction at most: a 32 KiB read
+// FuzzMessages). Should a parser panic all the same, or the sink, only the
+// recording of that direction stops: a malformed record says "observer
+// failed", the log has the stack, and the bytes keep passing. A tap keeps
+// per connection direction at most: a 32 KiB read
 // buffer; one header line (at most [MaxHeaderBytes]); a body or one event's
 // data up to [MaxBodyBytes], and only when it is read as JSON-RPC or kept
 // as an error body (a larger one is counted, not kept: a 10 MB event costs

@@ -1,13 +1,16 @@
 package observer_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/faults/observer"
@@ -154,4 +157,43 @@ func dial(t testing.TB, addr string) *net.TCPConn {
 	t.Cleanup(func() { c.Close() })
 	require.NoError(t, c.SetDeadline(time.Now().Add(waitFor)))
 	return c.(*net.TCPConn)
+}
+
+// A writer writes b to w as one peer of a test does.
+type writer func(w io.Writer, b []byte) error
+
+// whole writes b at once.
+func whole(w io.Writer, b []byte) error {
+	_, err := w.Write(b)
+	return err
+}
+
+// passBoth relays up (client to server) and down (server to client)
+// through a tap at edge, each written as its writer does and ended with a
+// FIN, checks that both arrive unchanged, and returns the records once the
+// connection's close is recorded.
+func passBoth(t *testing.T, edge wire.Edge, up, down string, writeUp, writeDown writer) []wire.Record {
+	t.Helper()
+	got := make(chan []byte, 1)
+	upstream := serveTCP(t, func(c *net.TCPConn) { got <- writeAndRead(t, c, down, writeDown) })
+	sink := newCollect(t)
+	tap := startTap(t, edge, upstream, sink)
+	c := dial(t, tap.Addr())
+	assert.True(t, bytes.Equal([]byte(down), writeAndRead(t, c, up, writeUp)), "server to client bytes differ")
+	assert.True(t, bytes.Equal([]byte(up), <-got), "client to server bytes differ")
+	return sink.await(t, "close", kind(wire.KindClose, 0))
+}
+
+// writeAndRead writes out to c, then a FIN, while it reads c to its end,
+// and returns what it read.
+func writeAndRead(t *testing.T, c *net.TCPConn, out string, write writer) []byte {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		assert.NoError(t, write(c, []byte(out)))
+		assert.NoError(t, c.CloseWrite())
+	})
+	b, err := io.ReadAll(c)
+	assert.NoError(t, err)
+	wg.Wait()
+	return b
 }

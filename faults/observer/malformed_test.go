@@ -1,12 +1,8 @@
 package observer_test
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -94,30 +90,7 @@ func TestMalformedTrafficIsRecordedAndPassed(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := make(chan []byte, 1)
-			upstream := serveTCP(t, func(c *net.TCPConn) {
-				var wg sync.WaitGroup
-				wg.Go(func() {
-					_, err := io.WriteString(c, tc.down)
-					assert.NoError(t, err)
-					assert.NoError(t, c.CloseWrite())
-				})
-				b, err := io.ReadAll(c)
-				assert.NoError(t, err)
-				wg.Wait()
-				got <- b
-			})
-			sink := newCollect(t)
-			tap := startTap(t, wire.EdgeServer, upstream, sink)
-			c := dial(t, tap.Addr())
-			_, err := io.WriteString(c, tc.up)
-			require.NoError(t, err)
-			require.NoError(t, c.CloseWrite())
-			down, err := io.ReadAll(c)
-			require.NoError(t, err)
-			assert.True(t, bytes.Equal([]byte(tc.down), down), "server to client bytes differ")
-			assert.True(t, bytes.Equal([]byte(tc.up), <-got), "client to server bytes differ")
-			tc.want(t, sink.await(t, "close", kind(wire.KindClose, 0)))
+			tc.want(t, passBoth(t, wire.EdgeServer, tc.up, tc.down, whole, whole))
 		})
 	}
 }

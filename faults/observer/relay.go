@@ -2,9 +2,11 @@ package observer
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"syscall"
 
@@ -47,7 +49,7 @@ func (c *conn) record(r *wire.Record) {
 
 func (c *conn) run() {
 	defer c.tap.untrack(c)
-	c.record(&wire.Record{Kind: wire.KindOpen, Peer: c.client.RemoteAddr().String()})
+	c.recordSafely(&wire.Record{Kind: wire.KindOpen, Peer: c.client.RemoteAddr().String()})
 	d := net.Dialer{Timeout: dialTimeout}
 	server, err := d.DialContext(c.tap.life, "tcp", c.tap.cfg.Upstream)
 	if err == nil && !c.attach(server) {
@@ -62,8 +64,10 @@ func (c *conn) run() {
 		return
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { c.pump(c.client, server, wire.SideClient, newRequestParser(c, &c.pair), &c.up) })
-	wg.Go(func() { c.pump(server, c.client, wire.SideServer, newResponseParser(c, &c.pair), &c.down) })
+	requests := &guarded{c: c, p: newRequestParser(c, &c.pair), pair: &c.pair}
+	responses := &guarded{c: c, p: newResponseParser(c, &c.pair)}
+	wg.Go(func() { c.pump(c.client, server, wire.SideClient, requests, &c.up) })
+	wg.Go(func() { c.pump(server, c.client, wire.SideServer, responses, &c.down) })
 	wg.Wait()
 	c.client.Close()
 	server.Close()
@@ -94,6 +98,49 @@ func (c *conn) abort() {
 type parser interface {
 	feed(b []byte)
 	end()
+}
+
+// guarded runs the parser of one direction so that a panic in it, or in
+// the sink it calls, ends the recording of that direction and not the
+// relay (nor the run): a malformed record says so, the log has the stack,
+// and the bytes keep passing unread. The fuzzers look for such panics;
+// this is the net under them.
+type guarded struct {
+	c      *conn
+	p      parser
+	pair   *pairing // the request direction's, told that it stopped; nil for responses
+	broken bool
+}
+
+func (g *guarded) feed(b []byte) {
+	if g.broken {
+		return
+	}
+	defer g.catch()
+	g.p.feed(b)
+}
+
+func (g *guarded) end() {
+	if g.broken {
+		return
+	}
+	defer g.catch()
+	g.p.end()
+}
+
+func (g *guarded) catch() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	g.broken = true
+	if g.pair != nil {
+		g.pair.stop()
+	}
+	g.c.tap.log.Error("observer: panic while recording; this direction of the connection is no longer read",
+		"conn", g.c.n, "panic", v, "stack", string(debug.Stack()))
+	defer func() { _ = recover() }() // a sink that panics again is only logged
+	g.c.record(&wire.Record{Kind: wire.KindMalformed, Problem: fmt.Sprintf("observer failed, the rest is not read: %v", v)})
 }
 
 // pump relays one direction: each chunk read from src is written to dst at
@@ -167,6 +214,17 @@ func (c *conn) closeRecord() {
 	r := &wire.Record{Kind: wire.KindClose, End: c.end, By: c.by, BytesUp: c.up, BytesDown: c.down,
 		Detail: joinDetail(c.detail, c.then)}
 	c.mu.Unlock()
+	c.recordSafely(r)
+}
+
+// recordSafely records a connection's open or close, keeping a sink that
+// panics from ending the relay (see guarded).
+func (c *conn) recordSafely(r *wire.Record) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.tap.log.Error("observer: the sink panicked", "conn", c.n, "kind", r.Kind, "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
 	c.record(r)
 }
 

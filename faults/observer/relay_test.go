@@ -99,33 +99,10 @@ func TestBytesPassUnchanged(t *testing.T) {
 		for seed := range uint64(3) {
 			t.Run(fmt.Sprintf("%s/%d", tc.name, seed), func(t *testing.T) {
 				t.Parallel()
-				got := make(chan []byte, 1)
-				upstream := serveTCP(t, func(c *net.TCPConn) {
-					var wg sync.WaitGroup
-					wg.Go(func() {
-						assert.NoError(t, writeChunked(c, []byte(tc.down), rand.New(rand.NewPCG(seed, 1))))
-						assert.NoError(t, c.CloseWrite())
-					})
-					b, err := io.ReadAll(c)
-					assert.NoError(t, err)
-					wg.Wait()
-					got <- b
-				})
-				sink := newCollect(t)
-				tap := startTap(t, wire.EdgeClient, upstream, sink)
-				c := dial(t, tap.Addr())
-				var wg sync.WaitGroup
-				wg.Go(func() {
-					assert.NoError(t, writeChunked(c, []byte(tc.up), rand.New(rand.NewPCG(seed, 2))))
-					assert.NoError(t, c.CloseWrite())
-				})
-				down, err := io.ReadAll(c)
-				require.NoError(t, err)
-				wg.Wait()
-				assert.True(t, bytes.Equal([]byte(tc.down), down), "server to client bytes differ")
-				assert.True(t, bytes.Equal([]byte(tc.up), <-got), "client to server bytes differ")
-
-				recs := sink.await(t, "close", kind(wire.KindClose, 0))
+				pieces := func(stream uint64) writer {
+					return func(w io.Writer, b []byte) error { return writeChunked(w, b, rand.New(rand.NewPCG(seed, stream))) }
+				}
+				recs := passBoth(t, wire.EdgeClient, tc.up, tc.down, pieces(2), pieces(1))
 				cl := only(recs, kind(wire.KindClose, 0))[0]
 				assert.Equal(t, int64(len(tc.up)), cl.BytesUp)
 				assert.Equal(t, int64(len(tc.down)), cl.BytesDown)
@@ -463,4 +440,54 @@ func TestCloseWhileRefusing(t *testing.T) {
 	require.ErrorIs(t, tap.Accept(), observer.ErrClosed)
 	_, err = net.Dial("tcp", tap.Addr())
 	require.Error(t, err, "a closed tap does not listen again")
+}
+
+// panicky is a sink that panics on the first record of each kind in left.
+type panicky struct {
+	*collect
+	mu   sync.Mutex
+	left map[wire.Kind]bool
+}
+
+func (p *panicky) Observe(r *wire.Record) {
+	p.mu.Lock()
+	boom := p.left[r.Kind]
+	delete(p.left, r.Kind)
+	p.mu.Unlock()
+	if boom {
+		panic("sink broke")
+	}
+	p.collect.Observe(r)
+}
+
+// TestPanicStopsRecordingNotRelaying: a panic while a direction is
+// recorded (here the sink's, on the open record and on the first event)
+// stops the recording of that direction, says so in a record, and lets
+// every byte pass.
+func TestPanicStopsRecordingNotRelaying(t *testing.T) {
+	down := sseHead + chunked(progressEvent("1", 1), progressEvent("2", 2)+progressEvent("3", 3))
+	upstream := serveTCP(t, func(c *net.TCPConn) {
+		_, err := c.Read(make([]byte, 4096))
+		assert.NoError(t, err)
+		assert.NoError(t, whole(c, []byte(down)))
+		assert.NoError(t, c.CloseWrite())
+		_, _ = io.Copy(io.Discard, c)
+	})
+	sink := &panicky{collect: newCollect(t), left: map[wire.Kind]bool{wire.KindOpen: true, wire.KindEvent: true}}
+	tap := startTap(t, wire.EdgeServer, upstream, sink)
+	c := dial(t, tap.Addr())
+	_, err := io.WriteString(c, "GET /mcp HTTP/1.1\r\n\r\n")
+	require.NoError(t, err)
+	got, err := io.ReadAll(c)
+	require.NoError(t, err)
+	assert.Equal(t, down, string(got), "every byte passed")
+	require.NoError(t, c.CloseWrite())
+
+	recs := sink.await(t, "close", kind(wire.KindClose, 0))
+	assert.Equal(t, []wire.Kind{wire.KindRequest, wire.KindResponse, wire.KindMalformed, wire.KindClose}, kinds(recs),
+		"the open record was lost to the sink's panic; the events after it go unread")
+	bad := only(recs, kind(wire.KindMalformed, 0))
+	require.Len(t, bad, 1)
+	assert.Equal(t, "observer failed, the rest is not read: sink broke", bad[0].Problem)
+	assert.Equal(t, wire.EndFIN, only(recs, kind(wire.KindClose, 0))[0].End)
 }

@@ -13,7 +13,9 @@ import (
 // bytes, and concurrently for different connections and for the two
 // directions of one connection, so it must be safe for concurrent use.
 // Until it returns, that direction reads nothing more: a slow sink slows
-// the traffic, never loses records.
+// the traffic, never loses records. A sink that panics loses the record,
+// and the recording of that direction stops (see the package
+// documentation); the traffic passes on.
 //
 // The record, and everything it points to, is valid only during the call:
 // the tap reuses it for the next one, so as not to allocate per event. A

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaosrun/chaosrun/faults/observer"
+	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
@@ -26,10 +28,13 @@ import (
 
 // session is a real MCP session on loopback: the resumable client, a tap
 // at the client edge, Toxiproxy, a tap at the server edge and the
-// reference server.
+// reference server. Both taps' sink is the proxy agent's: a wire.Writer
+// (numbering the records) and then a trigger engine, whose firing cuts
+// the connections through the proxy.
 type session struct {
 	proxy *toxiproxy.Proxy
 	sink  *collect
+	cut   trigger.Firing
 }
 
 func newSession(t *testing.T) *session {
@@ -47,27 +52,42 @@ func newSession(t *testing.T) *session {
 	})
 
 	s := &session{sink: newCollect(t)}
-	serverTap := startTap(t, wire.EdgeServer, ln.Addr().String(), s.sink)
+	fired := make(chan trigger.Firing, 1)
+	engine := trigger.NewEngine(clock, func(f trigger.Firing) { fired <- f })
+	t.Cleanup(engine.Close)
+	// The cut: once the chatty call's second progress event has reached
+	// the client edge.
+	require.NoError(t, engine.Arm(trigger.Trigger{ID: "cut", Event: trigger.EventSSEEvent, Tool: mcpwire.ToolChatty, Nth: 2, Edge: wire.EdgeClient}))
+	w := wire.NewWriter(discard{})
+	sink := observer.SinkFunc(func(r *wire.Record) {
+		_, err := w.Write(r)
+		assert.NoError(t, err)
+		engine.Observe(r)
+		s.sink.Observe(r)
+	})
+	serverTap := startTap(t, wire.EdgeServer, ln.Addr().String(), sink)
 	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	s.proxy = toxiproxy.NewProxy(api, "mcp", "127.0.0.1:0", serverTap.Addr())
 	require.NoError(t, s.proxy.Start())
 	t.Cleanup(s.proxy.Stop)
-	clientTap := startTap(t, wire.EdgeClient, s.proxy.Listen, s.sink)
+	clientTap := startTap(t, wire.EdgeClient, s.proxy.Listen, sink)
 
-	s.run(t, clock, clientTap.Addr())
+	s.run(t, clock, clientTap.Addr(), fired)
 	return s
 }
 
 // run runs the client's workload, a charge and then a chatty call, and
-// cuts every connection through the proxy once the chatty call's second
-// progress event has reached the client edge.
-func (s *session) run(t *testing.T, clock runclock.Clock, addr string) {
+// cuts every connection through the proxy when the trigger fires.
+func (s *session) run(t *testing.T, clock runclock.Clock, addr string, fired <-chan trigger.Firing) {
 	cut := make(chan struct{})
 	go func() {
 		defer close(cut)
-		s.sink.await(t, "the second progress event at the client edge", func(r wire.Record) bool {
-			return r.Edge == wire.EdgeClient && progressOf(r) == 2
-		})
+		select {
+		case s.cut = <-fired:
+		case <-time.After(waitFor):
+			t.Error("the trigger never fired")
+			return
+		}
 		s.proxy.Stop()
 		assert.NoError(t, s.proxy.Start())
 	}()
@@ -119,6 +139,10 @@ func messages(recs []wire.Record, edge wire.Edge, kinds ...wire.Kind) []wire.Mes
 func TestRecordsOfAnMCPSession(t *testing.T) {
 	s := newSession(t)
 	recs := s.sink.all()
+	n := slices.IndexFunc(recs, func(r wire.Record) bool { return r.N == s.cut.WireN })
+	require.GreaterOrEqual(t, n, 0, "the record that fired the trigger: %+v", s.cut)
+	assert.Equal(t, wire.EdgeClient, recs[n].Edge)
+	assert.Equal(t, float64(2), progressOf(recs[n]), "the cut came at the second progress event at the client edge")
 	for _, edge := range wire.Edges {
 		t.Run(string(edge), func(t *testing.T) {
 			sent := messages(recs, edge, wire.KindRequest)

@@ -167,10 +167,10 @@ func (s *scanner) meta(m *wire.Message) bool {
 		switch string(key) {
 		case "progressToken":
 			return once(&seen) && s.token(&m.ProgressToken, &set)
-		case metaClientInfo, metaProtocolVersion:
-			return false // 2026-07-28 requests: the slow path
+		case metaClientInfo, metaProtocolVersion, metaRelatedTask:
+			return false // 2026-07-28 requests and 2025-11-25 tasks: the slow path
 		}
-		return !foldsTo(key, "progressToken", metaClientInfo, metaProtocolVersion) && s.skip()
+		return !foldsTo(key, "progressToken", metaClientInfo, metaProtocolVersion, metaRelatedTask) && s.skip()
 	})
 }
 
@@ -197,10 +197,10 @@ func (s *scanner) result(m *wire.Message) bool {
 		case "status":
 			status, ok = s.value()
 			return once(&seen.status) && ok
-		case "task":
-			return false // 2025-11-25 tasks: the slow path
+		case "task", "_meta":
+			return false // 2025-11-25 tasks, and a result's _meta: the slow path
 		}
-		return !foldsTo(key, "isError", "resultType", "protocolVersion", "taskId", "status", "task") && s.skip()
+		return !foldsTo(key, "isError", "resultType", "protocolVersion", "taskId", "status", "task", "_meta") && s.skip()
 	})
 	if ok && hasTask && status != nil {
 		st := scanner{b: status, in: s.in}

@@ -38,6 +38,8 @@ var messageSeeds = []string{
 	` {"jsonrpc":"2.0","method":"a\u00e9"} }`, `{`, ``, `null`,
 	`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2},"id":3}`,
 	`{"jsonrpc":"2.0","id":"é-1 a long string of text","result":{"status":"ok\tdone"}}`,
+	`{"jsonrpc":"2.0","id":7,"result":{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t"}}}}`,
+	`{"jsonrpc":"2.0","method":"notifications/message","params":{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":3}}}}`,
 }
 
 // parseStream feeds b to a parser in the chunking cut gives (none for 0),

@@ -95,7 +95,9 @@ func TestRequests(t *testing.T) {
 		meta     = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"hello","arguments":{},"_meta":{` +
 			`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"ExampleClient","version":"1"},` +
 			`"io.modelcontextprotocol/clientCapabilities":{},"progressToken":12}}}`
-		taskGet = `{"jsonrpc":"2.0","id":6,"method":"tasks/get","params":{"taskId":"t-1"}}`
+		taskGet  = `{"jsonrpc":"2.0","id":6,"method":"tasks/get","params":{"taskId":"t-1"}}`
+		discover = `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{` +
+			`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c2","version":"1"}}}}`
 		badName = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}`
 	)
 	size := func(s string) int64 { return int64(len(s)) }
@@ -148,6 +150,13 @@ func TestRequests(t *testing.T) {
 				Header: &wire.Header{MCPMethod: "tools/call", MCPName: "hello", ProtocolVersion: "2026-07-28"},
 				Messages: []wire.Message{{ID: "5", Method: "tools/call", Tool: "hello", Args: json.RawMessage(`{}`), ArgsDigest: digest(t, `{}`),
 					ClientName: "ExampleClient", Protocol: "2026-07-28", ProgressToken: "12"}}}},
+		},
+		{
+			name: "2026-07-28 server/discover",
+			in:   postBody("Mcp-Method: server/discover\r\nMCP-Protocol-Version: 2026-07-28\r\n", discover),
+			want: []wire.Record{{Kind: wire.KindRequest, Exchange: 1, Method: "POST", Path: "/mcp", Size: size(discover),
+				Header:   &wire.Header{MCPMethod: "server/discover", ProtocolVersion: "2026-07-28"},
+				Messages: []wire.Message{{ID: "1", Method: "server/discover", ClientName: "c2", Protocol: "2026-07-28"}}}},
 		},
 		{
 			name: "tasks/get",
@@ -232,12 +241,16 @@ func TestResponses(t *testing.T) {
 		task2026 = `{"jsonrpc":"2.0","id":4,"result":{"resultType":"task","taskId":"t-9","status":"working"}}`
 		task2025 = `{"jsonrpc":"2.0","id":5,"result":{"task":{"taskId":"t-8","status":"completed","ttl":100}}}`
 		complete = `{"jsonrpc":"2.0","id":6,"result":{"resultType":"complete","content":[]}}`
+		related  = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"a-2","progress":1,` +
+			`"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t-8"}}}}`
+		relatedResult = `{"jsonrpc":"2.0","id":7,"result":{"content":[],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t-8"}}}}`
 	)
 	events := []string{"id: 1\r\nretry: 1500\r\ndata:\r\n\r\n", ": keepalive\n\n", "id: 2\ndata: " + progress + "\n\n",
 		"id: 3\rdata: {\"jsonrpc\":\"2.0\",\"id\":\"a-2\",\r",
 		"data: \"result\":{\"content\":[],\"isError\":true}}\r\r",
 		"event: close\ndata: {\"reason\":\"bye\"}\n\n"}
-	taskEvents := []string{"data: " + task2026 + "\n\n", "data: " + task2025 + "\n\n", "data: " + complete + "\n\n"}
+	taskEvents := []string{"data: " + task2026 + "\n\n", "data: " + task2025 + "\n\n", "data: " + complete + "\n\n",
+		"data: " + related + "\n\n", "data: " + relatedResult + "\n\n"}
 	total := func(parts []string) int64 { return int64(len(strings.Join(parts, ""))) }
 	tests := []struct {
 		name    string
@@ -286,13 +299,16 @@ func TestResponses(t *testing.T) {
 				ErrorBody: "events evicted"}},
 		},
 		{
-			name: "tasks: 2026 resultType task, 2025-11-25 result.task",
+			name: "tasks: 2026 resultType task, 2025-11-25 result.task and related-task _meta",
 			in:   sse + chunkedBody(taskEvents...),
 			want: []wire.Record{
 				{Kind: wire.KindResponse, Exchange: 1, Status: 200, Header: sseHeader},
 				{Kind: wire.KindEvent, Exchange: 1, Size: int64(len(task2026)), Messages: []wire.Message{{ID: "4", Response: true, ResultType: "task", TaskID: "t-9", TaskStatus: "working"}}},
 				{Kind: wire.KindEvent, Exchange: 1, Size: int64(len(task2025)), Messages: []wire.Message{{ID: "5", Response: true, TaskID: "t-8", TaskStatus: "completed"}}},
 				{Kind: wire.KindEvent, Exchange: 1, Size: int64(len(complete)), Messages: []wire.Message{{ID: "6", Response: true, ResultType: "complete"}}},
+				{Kind: wire.KindEvent, Exchange: 1, Size: int64(len(related)),
+					Messages: []wire.Message{{Method: "notifications/progress", ProgressToken: "a-2", Progress: float(1), TaskID: "t-8"}}},
+				{Kind: wire.KindEvent, Exchange: 1, Size: int64(len(relatedResult)), Messages: []wire.Message{{ID: "7", Response: true, TaskID: "t-8"}}},
 				{Kind: wire.KindBodyEnd, Exchange: 1, Size: total(taskEvents)},
 			},
 		},

@@ -10,10 +10,12 @@ import (
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
-// The _meta keys of a 2026-07-28 request that name its client and protocol.
+// The _meta keys a record reads: those of a 2026-07-28 request that name
+// its client and protocol, and the task a 2025-11-25 message relates to.
 const (
 	metaClientInfo      = "io.modelcontextprotocol/clientInfo"
 	metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+	metaRelatedTask     = "io.modelcontextprotocol/related-task"
 )
 
 // bodyMessages reads a JSON body (a POST body, or a response body with a JSON
@@ -89,6 +91,9 @@ type result struct {
 	TaskID          json.RawMessage `json:"taskId"`
 	Status          json.RawMessage `json:"status"`
 	Task            json.RawMessage `json:"task"`
+	Meta            *struct {
+		RelatedTask json.RawMessage `json:"io.modelcontextprotocol/related-task"`
+	} `json:"_meta"`
 }
 
 // task is the task object of a 2025-11-25 task-augmented result.
@@ -123,7 +128,21 @@ func readResult(out *wire.Message, raw json.RawMessage) error {
 		}
 		errs = append(errs, field(&out.TaskID, t.TaskID, "result.task.taskId"), field(&out.TaskStatus, t.Status, "result.task.status"))
 	}
+	if r.Meta != nil && out.TaskID == "" {
+		errs = append(errs, relatedTask(&out.TaskID, r.Meta.RelatedTask, "result._meta."+metaRelatedTask))
+	}
 	return errors.Join(errs...)
+}
+
+// relatedTask reads the task id of a related-task _meta entry.
+func relatedTask(dst *string, raw json.RawMessage, name string) error {
+	var t struct {
+		TaskID json.RawMessage `json:"taskId"`
+	}
+	if err := field(&t, raw, name); err != nil {
+		return err
+	}
+	return field(dst, t.TaskID, name+".taskId")
 }
 
 // params holds the fields of a request's or notification's params that a
@@ -142,6 +161,7 @@ type params struct {
 		ProgressToken   json.RawMessage `json:"progressToken"`
 		ClientInfo      json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
 		ProtocolVersion json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+		RelatedTask     json.RawMessage `json:"io.modelcontextprotocol/related-task"`
 	} `json:"_meta"`
 }
 
@@ -166,6 +186,9 @@ func readParams(out *wire.Message, method string, raw json.RawMessage) error {
 			clientName(&out.ClientName, p.Meta.ClientInfo, "params._meta."+metaClientInfo))
 	}
 	errs = append(errs, field(&out.TaskID, p.TaskID, "params.taskId"))
+	if p.Meta != nil && out.TaskID == "" {
+		errs = append(errs, relatedTask(&out.TaskID, p.Meta.RelatedTask, "params._meta."+metaRelatedTask))
+	}
 	switch method {
 	case mcpwire.MethodToolsCall:
 		errs = append(errs, field(&out.Tool, p.Name, "params.name"), readArgs(out, p.Arguments))

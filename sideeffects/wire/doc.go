@@ -72,6 +72,6 @@
 // name and protocol version (from initialize, or from the per-request _meta
 // of 2026-07-28), progress numbers, the request id of
 // notifications/cancelled, error codes, and the task id and status of a
-// tasks answer. What the observer cannot read as JSON-RPC is a
+// tasks answer (or the task a message relates to). What the observer cannot read as JSON-RPC is a
 // message with a problem, never a rejected byte.
 package wire

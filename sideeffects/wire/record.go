@@ -173,7 +173,9 @@ type Message struct {
 	// ResultType is a 2026-07-28 result's resultType ("complete",
 	// "input_required", "task"); TaskID and TaskStatus name the task a
 	// request or result is about (params.taskId, result.taskId or
-	// result.task.taskId, and status).
+	// result.task.taskId, and status), or TaskID the task a message relates
+	// to (the taskId of _meta io.modelcontextprotocol/related-task in its
+	// params or result).
 	ResultType string `json:"result_type,omitempty"`
 	TaskID     string `json:"task_id,omitempty"`
 	TaskStatus string `json:"task_status,omitempty"`

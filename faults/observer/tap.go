@@ -105,7 +105,8 @@ func (t *Tap) Addr() string { return t.addr.String() }
 // and then cut: what the fault catalogue's partition {mode: refuse} needs
 // at the client edge, where the client connects to the tap and not to the
 // fault proxy. A refused connection never reaches the tap and leaves no
-// record.
+// record (nor does one the kernel had completed but the tap not yet
+// accepted: closing the listener resets it).
 //
 // Connections already open are left as they are: how they end is the
 // fault proxy's part (a disabled Toxiproxy proxy closes its own), and the

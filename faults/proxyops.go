@@ -9,6 +9,7 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/chaosrun/chaosrun/faults/toxics"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
 )
 
 // proxy fetches the run's proxy from the Toxiproxy API. A fresh handle per
@@ -71,13 +72,27 @@ func (r *run) addLinger() error {
 // refuse disables the proxy for a refuse partition.
 func (r *run) refuse(ctx context.Context) (heal, string, error) {
 	enable := func(on bool) func(context.Context) error {
-		return func(context.Context) error {
+		return func(ctx context.Context) error {
 			p, err := r.proxy()
 			if err != nil {
 				return err
 			}
 			if on {
-				return p.Enable()
+				if err := p.Enable(); err != nil {
+					return err
+				}
+				if r.env.Edges != nil {
+					return r.env.Edges.Accept(ctx, wire.EdgeClient)
+				}
+				return nil
+			}
+			// With the wire observer in front of the proxy, the client
+			// connects to its tap: the tap must refuse too, or a new
+			// connection would be accepted there and then reset.
+			if r.env.Edges != nil {
+				if err := r.env.Edges.Refuse(ctx, wire.EdgeClient); err != nil {
+					return err
+				}
 			}
 			return p.Disable()
 		}

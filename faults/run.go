@@ -15,6 +15,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/internal/runclock"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
 )
 
 // ErrInjection marks the error [Run] returns when an injection or its heal
@@ -63,6 +64,9 @@ type Env struct {
 	// Triggers arms the plan's protocol triggers and waits for their
 	// firings; only a plan with triggers needs it.
 	Triggers Triggers
+	// Edges, when the run has a wire observer, stops and starts its taps'
+	// listening: a refusing partition refuses at the client edge.
+	Edges Edges
 	// Progress, if set, hears of every injection, heal and failure as it
 	// happens. Calls are serialised; it must return quickly.
 	Progress func(Event)
@@ -77,6 +81,15 @@ type Triggers interface {
 	Fired(ctx context.Context, id string) (trigger.Firing, error)
 	// Healed tells the triggers that fault index healed at atUS.
 	Healed(ctx context.Context, index int, atUS int64) error
+}
+
+// Edges is the wire observer's taps, as the injector uses them (package
+// faults/proxy's Client implements it).
+type Edges interface {
+	// Refuse has the tap of edge refuse new connections; Accept has it
+	// listen again on the same address.
+	Refuse(ctx context.Context, edge wire.Edge) error
+	Accept(ctx context.Context, edge wire.Edge) error
 }
 
 // Phase is what happened to an injection.

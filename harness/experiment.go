@@ -14,11 +14,13 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/chaosrun/chaosrun/faults"
+	"github.com/chaosrun/chaosrun/faults/proxy"
 	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/byo"
 )
@@ -38,9 +40,10 @@ type experiment struct {
 	clock    runclock.Clock
 	progress func(format string, args ...any)
 	verbose  bool
-	procs    processes // the agents by role, as the fault injector sees them too
-	endpoint string    // the MCP endpoint through the proxy, as the client sees it
-	partial  string    // why the records are incomplete (see salvage); empty when whole
+	procs    processes     // the agents by role, as the fault injector sees them too
+	observer *proxy.Client // the proxy agent's taps and triggers
+	endpoint string        // the MCP endpoint through the proxy, as the client sees it
+	partial  string        // why the records are incomplete (see salvage); empty when whole
 }
 
 // run executes the experiment and judges it. A returned error is a harness
@@ -49,6 +52,11 @@ func (e *experiment) run(ctx context.Context) (*ExperimentResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.plan.Deadline)
 	defer cancel()
 	defer e.closeRuntime()
+	defer func() {
+		if e.observer != nil {
+			_ = e.observer.Close()
+		}
+	}()
 	res, err := e.steps(ctx)
 	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		return e.salvage(err)
@@ -130,6 +138,7 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 		Clock: e.clock, WorkloadStart: e.clock.Now(), Toxiproxy: toxiclient.NewClient(e.procs.of(agent.RoleProxy).URL()),
 		Proxy: ProxyName, Processes: &e.procs, ControlURL: e.procs.of(agent.RoleServer).URL(), Log: flog,
 		Progress: func(ev faults.Event) { due.seen(ev); kills.seen(ev); e.progress("%s", describe(ev)) },
+		Triggers: e.observer, Edges: e.observer,
 	}
 	faultsDone := make(chan error, 1)
 	go func() { faultsDone <- faults.Run(injCtx, env, e.plan.Faults) }()
@@ -219,6 +228,9 @@ func (e *experiment) collect(ctx context.Context) error {
 		if err := e.procs.of(role).Stop(ctx, true); err != nil {
 			return fmt.Errorf("stop %s: %w", role, err)
 		}
+	}
+	if err := e.moveOut(ctx, agent.RoleProxy, wire.File); err != nil { // written as the proxy agent stopped
+		return err
 	}
 	if e.plan.Client.Target == targets.Command { // it writes no history: the wire is its account
 		return e.moveOut(ctx, agent.RoleClient, byo.ExitFile)

@@ -37,6 +37,8 @@ func judgement(r check.Result) string {
 		return "not judged"
 	case r.Disagreement != "":
 		return fmt.Sprintf("**%s (ledger); wire disagrees**", statusWord(r.Status))
+	case r.Unseen != "":
+		return fmt.Sprintf("%s (ledger; beyond the wire's sight)", statusWord(r.Status))
 	}
 	return fmt.Sprintf("%s (%s)", statusWord(r.Status), r.Account)
 }

@@ -46,8 +46,10 @@ var Records = []string{RecordLedger, RecordHistory, RecordWire}
 // RejudgeOptions change what an offline judgement reads.
 type RejudgeOptions struct {
 	// Without names records to judge without (see Records). The verdict is
-	// then checked against the experiment's expectation only: it is not the
-	// one the run judged, so it is not compared with the saved verdict.json.
+	// then compared with the judgement of every record, invariant by
+	// invariant: it meets when they reach the same verdict and every
+	// invariant the same status, except where the full judgement says the
+	// difference lies beyond the wire's sight (check.Result.Unseen).
 	Without []string
 }
 
@@ -124,15 +126,23 @@ func rejudgeOne(dir string, o RejudgeOptions) (*ExperimentResult, error) {
 		res.Error, res.Partial = err.Error(), partial
 		return res, nil
 	}
-	for _, w := range o.Without {
-		switch w {
-		case RecordLedger:
-			in.Ledger = nil
-		case RecordHistory:
-			in.History = nil
-		case RecordWire:
-			in.Wire = nil
+	if len(o.Without) > 0 {
+		full := check.Judge(in)
+		for _, w := range o.Without {
+			switch w {
+			case RecordLedger:
+				in.Ledger = nil
+			case RecordHistory:
+				in.History = nil
+			case RecordWire:
+				in.Wire = nil
+			}
 		}
+		v := check.Judge(in)
+		res.Verdict = &v
+		res.Met, res.Reasons = compareJudgements(full, v)
+		res.Wall = time.Duration(v.Figures.WallMS) * time.Millisecond
+		return res, nil
 	}
 	v := check.Judge(in)
 	res.Verdict = &v
@@ -140,9 +150,6 @@ func rejudgeOne(dir string, o RejudgeOptions) (*ExperimentResult, error) {
 	res.Wall = time.Duration(v.Figures.WallMS) * time.Millisecond
 	if partial != "" {
 		defer markPartial(res, partial)
-	}
-	if len(o.Without) > 0 {
-		return res, nil
 	}
 	saved, err := os.ReadFile(filepath.Join(dir, check.VerdictFile))
 	switch {
@@ -161,4 +168,27 @@ func rejudgeOne(dir string, o RejudgeOptions) (*ExperimentResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// compareJudgements holds a judgement made without some record against the
+// judgement of all of them: the same verdict, and every invariant the same
+// status unless the full judgement names what the wire cannot see.
+func compareJudgements(full, part check.Verdict) (bool, []string) {
+	met := full.Verdict == part.Verdict
+	var reasons []string
+	if !met {
+		reasons = append(reasons, fmt.Sprintf("verdict is %s, judged %s from every record", part.Verdict, full.Verdict))
+	}
+	for _, f := range full.Invariants {
+		p, _ := part.Result(f.ID)
+		switch {
+		case p.Status == f.Status:
+		case f.Unseen != "":
+			reasons = append(reasons, fmt.Sprintf("%s is %s here, %s from every record, beyond the wire's sight: %s", f.ID, p.Status, f.Status, f.Unseen))
+		default:
+			met = false
+			reasons = append(reasons, fmt.Sprintf("%s is %s, judged %s from every record: %s", f.ID, p.Status, f.Status, p.Summary))
+		}
+	}
+	return met, reasons
 }

@@ -10,13 +10,15 @@ import (
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
+	"github.com/chaosrun/chaosrun/faults/proxy"
 	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/spec"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets"
 )
 
-// proxyPort is the proxy's listen port inside a container network.
+// proxyPort is the client edge's listen port inside a container network.
 const proxyPort = 8666
 
 // ledgerState is the ledger agent's store, in its state folder.
@@ -97,19 +99,36 @@ func (e *experiment) startTopology(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	listen := "0.0.0.0:" + strconv.Itoa(proxyPort)
-	if onLoopback(proxy.PeerAddr()) {
-		listen = "127.0.0.1:0"
+	return e.observe(ctx, server, proxy)
+}
+
+// observe puts the fault proxy between the wire observer's two taps, all in
+// the proxy agent: the client connects to the client edge's tap, which
+// relays to Toxiproxy, which relays to the server edge's tap, which relays
+// to the server.
+func (e *experiment) observe(ctx context.Context, server, proxyAgent agent.Process) error {
+	e.observer = proxy.NewClient(proxyAgent.URL())
+	tapServer, err := e.observer.Tap(ctx, wire.EdgeServer, "127.0.0.1:0", server.PeerAddr())
+	if err != nil {
+		return err
 	}
-	created, err := toxiclient.NewClient(proxy.URL()).CreateProxy(ProxyName, listen, server.PeerAddr())
+	created, err := toxiclient.NewClient(proxyAgent.URL()).CreateProxy(ProxyName, "127.0.0.1:0", tapServer)
 	if err != nil {
 		return fmt.Errorf("create proxy %s: %w", ProxyName, err)
 	}
-	_, port, err := net.SplitHostPort(created.Listen)
-	if err != nil {
-		return fmt.Errorf("create proxy %s: listen %q: %w", ProxyName, created.Listen, err)
+	listen := "0.0.0.0:" + strconv.Itoa(proxyPort)
+	if onLoopback(proxyAgent.PeerAddr()) {
+		listen = "127.0.0.1:0"
 	}
-	host, _, _ := net.SplitHostPort(proxy.PeerAddr())
+	tapClient, err := e.observer.Tap(ctx, wire.EdgeClient, listen, created.Listen)
+	if err != nil {
+		return err
+	}
+	_, port, err := net.SplitHostPort(tapClient)
+	if err != nil {
+		return fmt.Errorf("client edge listens on %q: %w", tapClient, err)
+	}
+	host, _, _ := net.SplitHostPort(proxyAgent.PeerAddr())
 	e.endpoint = "http://" + net.JoinHostPort(host, port) + "/mcp"
 	return nil
 }

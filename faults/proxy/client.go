@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/faults/trigger"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
 )
 
 // Client is the runner's side of the proxy agent's own API. It arms
@@ -45,6 +46,26 @@ func (c *Client) Arm(ctx context.Context, ts []trigger.Trigger) error {
 		return err
 	}
 	return c.post(ctx, pathTriggers, armRequest{Triggers: ts})
+}
+
+// Tap starts the wire observer's tap of an edge on the agent, listening on
+// listen and relaying to upstream, and returns the address it listens on.
+func (c *Client) Tap(ctx context.Context, edge wire.Edge, listen, upstream string) (string, error) {
+	var a tapAnswer
+	if err := c.call(ctx, pathTaps, tapRequest{Edge: edge, Listen: listen, Upstream: upstream}, &a); err != nil {
+		return "", err
+	}
+	return a.Listen, nil
+}
+
+// Refuse has the tap of an edge refuse new connections; Accept undoes it.
+func (c *Client) Refuse(ctx context.Context, edge wire.Edge) error {
+	return c.post(ctx, strings.Replace(pathRefuse, "{edge}", string(edge), 1), struct{}{})
+}
+
+// Accept has the tap of an edge listen again on the same address.
+func (c *Client) Accept(ctx context.Context, edge wire.Edge) error {
+	return c.post(ctx, strings.Replace(pathAccept, "{edge}", string(edge), 1), struct{}{})
 }
 
 // Healed tells the agent that fault index healed at atUS.
@@ -138,6 +159,11 @@ func (c *Client) read(body io.ReadCloser) {
 }
 
 func (c *Client) post(ctx context.Context, path string, body any) error {
+	return c.call(ctx, path, body, nil)
+}
+
+// call POSTs body to path and decodes the answer into out, when given.
+func (c *Client) call(ctx context.Context, path string, body, out any) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("proxy agent %s: %w", path, err)
@@ -155,6 +181,11 @@ func (c *Client) post(ctx context.Context, path string, body any) error {
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		return fmt.Errorf("proxy agent %s: %s: %s", path, resp.Status, bytes.TrimSpace(msg))
+	}
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return fmt.Errorf("proxy agent %s: %w", path, err)
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -30,12 +31,14 @@ const shutdownTimeout = 5 * time.Second
 
 // Agent is a running Toxiproxy API server and the proxies created through it.
 type Agent struct {
-	api     *toxiproxy.ApiServer
-	engine  *trigger.Engine
-	firings *firings
-	srv     *http.Server
-	url     string
-	stop    func() bool // detaches the ctx watcher
+	opts      Options
+	api       *toxiproxy.ApiServer
+	engine    *trigger.Engine
+	firings   *firings
+	observers observers
+	srv       *http.Server
+	url       string
+	stop      func() bool // detaches the ctx watcher
 
 	served    chan struct{} // closed when Serve has returned
 	serveErr  error
@@ -47,9 +50,14 @@ type Agent struct {
 type Options struct {
 	// Log receives Toxiproxy's log lines; nil discards them.
 	Log io.Writer
-	// Clock is the run's base clock: triggers fire on it. The zero value
-	// starts a clock at Start.
+	// Clock is the run's base clock: triggers fire and wire records are
+	// timed on it. The zero value starts a clock at Start.
 	Clock runclock.Clock
+	// WirePath is where the taps write wire.jsonl; empty keeps no file
+	// (the records still drive the triggers).
+	WirePath string
+	// Logger receives the taps' logs; nil discards them.
+	Logger *slog.Logger
 }
 
 // Start registers chaosrun's toxics, and serves Toxiproxy's REST API and
@@ -74,6 +82,7 @@ func Start(ctx context.Context, ln net.Listener, opts Options) (*Agent, error) {
 	}
 	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), logger)
 	a := &Agent{
+		opts:    opts,
 		api:     api,
 		firings: newFirings(),
 		url:     "http://" + ln.Addr().String(),
@@ -84,6 +93,9 @@ func Start(ctx context.Context, ln net.Listener, opts Options) (*Agent, error) {
 	mux.HandleFunc("POST "+pathTriggers, a.serveArm)
 	mux.HandleFunc("GET "+pathFirings, a.serveFirings)
 	mux.HandleFunc("POST "+pathHeals, a.serveHeal)
+	mux.HandleFunc("POST "+pathTaps, a.serveTap)
+	mux.HandleFunc("POST "+pathRefuse, a.serveRefuse)
+	mux.HandleFunc("POST "+pathAccept, a.serveAccept)
 	mux.Handle("/", api.Routes())
 	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -110,6 +122,7 @@ func (a *Agent) Close() error {
 
 func (a *Agent) shutdown() {
 	a.closeOnce.Do(func() {
+		errTaps := a.observers.close() // the last records may still fire triggers
 		a.engine.Close()
 		close(a.firings.done)
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
@@ -117,7 +130,7 @@ func (a *Agent) shutdown() {
 		errShutdown := a.srv.Shutdown(ctx)
 		errClear := a.api.Collection.Clear()
 		<-a.served
-		if err := errors.Join(errShutdown, errClear, a.serveErr); err != nil {
+		if err := errors.Join(errTaps, errShutdown, errClear, a.serveErr); err != nil {
 			a.closeErr = fmt.Errorf("proxy agent: %w", err)
 		}
 	})

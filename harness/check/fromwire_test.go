@@ -291,3 +291,32 @@ func kindsOf(hist []history.Record) []history.Kind {
 	}
 	return out
 }
+
+func TestAForkTheWireCannotRuleOutIsNotADisagreement(t *testing.T) {
+	// The server expires session sA while the client is cut off; the client
+	// never asks about it again, so no wire carries the expiry.
+	r := newRun().fault("partition", "proxy", 30, 300)
+	r.at(0).clientStart("c1", "fresh").opened("sA", "c1").sessionNew("c1", "sA")
+	r.at(0.1).invoke("c1", "pay-1", "charge", "sA", "2", 1).started("sA", "c1", "2", "charge", "pay-1")
+	r.at(31).broke("c1", "pay-1", "sA", "2", "reset")
+	r.at(90).closed("sA", "expired")
+	r.at(180).led(sideeffects.Record{Kind: sideeffects.KindResultDropped, Session: "sA", RequestID: "2", Reason: "session_gone"})
+	r.at(300.5).opened("sB", "c1").sessionNew("c1", "sB")
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", true).event("1", result("1", false))
+	w.at(0.1).post("sA", toolsCall("2", "charge", `{"order_id":"pay-1"}`)).answer(200, "", true).event("3").cut()
+	w.at(300.5).post("", initialize("c1")).answer(200, "sB", true).event("1", result("1", false))
+	r.in.Wire = w.recs
+	v := Judge(r.in)
+	fork, _ := v.Result(NoSessionFork)
+	assert.Equal(t, Held, fork.Status, "the ledger saw sA expire before sB opened")
+	assert.Empty(t, fork.Disagreement)
+	assert.Contains(t, fork.Unseen, "session sA ended at 90.000s by the ledger, never seen to end on the wire")
+	ok, reasons := Expectation{Verdict: v.Verdict}.Match(v)
+	assert.True(t, ok, reasons)
+
+	// Without the ledger, the wire presumes sA live: a possible fork.
+	r.in.Ledger = nil
+	fork, _ = Judge(r.in).Result(NoSessionFork)
+	assert.Equal(t, Violated, fork.Status)
+}

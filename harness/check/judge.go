@@ -2,6 +2,9 @@ package check
 
 import (
 	"fmt"
+	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/chaosrun/chaosrun/faults"
@@ -55,22 +58,26 @@ type invariant struct {
 	judge   func(*Accounts) Result
 	able    func(*Accounts) bool
 	nothing string
+	// unseen, when set, explains a difference of the wire's account from
+	// the ledger's by what the ledger holds and no wire can carry, or
+	// returns "" when the difference is a real disagreement.
+	unseen func(ledger, fromWire *Accounts) string
 }
 
 var invariants = []invariant{
 	{NoDuplicateSideEffects, noDuplicates, func(a *Accounts) bool {
 		return a.has(sideeffects.KindCharge, sideeffects.KindChargeDeduplicated, sideeffects.KindCallStarted)
-	}, "no side effect or call recorded: neither the ledger nor the wire shows a tool invoked"},
+	}, "no side effect or call recorded: neither the ledger nor the wire shows a tool invoked", nil},
 	{NoSilentEventLoss, noSilentLoss, func(a *Accounts) bool { return a.has(sideeffects.KindEventEmitted) },
-		"no numbered event emitted: neither the ledger nor the wire shows a progress event"},
+		"no numbered event emitted: neither the ledger nor the wire shows a progress event", nil},
 	{NoSessionFork, noFork, func(a *Accounts) bool { return a.has(sideeffects.KindSessionOpened) },
-		"no session recorded: neither the ledger nor the wire shows one opened"},
+		"no session recorded: neither the ledger nor the wire shows one opened", unseenEnds},
 	{NoOrphanedResults, noOrphans, func(a *Accounts) bool {
 		return a.has(sideeffects.KindCallStarted, sideeffects.KindResultWritten, sideeffects.KindResultDropped)
-	}, "no call or result recorded: neither the ledger nor the wire shows a tool run"},
+	}, "no call or result recorded: neither the ledger nor the wire shows a tool run", nil},
 	{OutcomesResolved, outcomesResolved, func(a *Accounts) bool {
 		return len(a.Calls) > 0 && a.has(sideeffects.KindCallStarted, sideeffects.KindCharge)
-	}, "no call recorded: the client neither wrote a history of its calls nor sent one across the wire"},
+	}, "no call recorded: the client neither wrote a history of its calls nor sent one across the wire", nil},
 }
 
 // Judge checks the fault_hit assumption and every invariant, and computes
@@ -159,7 +166,13 @@ func judgeOn(inv invariant, ledger, fromWire *Accounts) Result {
 	case byLedger && byWire:
 		r, w := inv.judge(ledger), inv.judge(fromWire)
 		r.Account = AccountBoth
-		if r.Status != w.Status {
+		if r.Status == w.Status {
+			return r
+		}
+		if inv.unseen != nil {
+			r.Unseen = inv.unseen(ledger, fromWire)
+		}
+		if r.Unseen == "" {
 			r.Disagreement = fmt.Sprintf("the wire's account says %s: %s", w.Status, w.Summary)
 		}
 		return r
@@ -178,6 +191,32 @@ func judgeOn(inv invariant, ledger, fromWire *Accounts) Result {
 		return r
 	}
 	return Result{ID: inv.id, Status: NotJudged, Summary: inv.nothing}
+}
+
+// unseenEnds explains the forks the wire's account finds and the ledger's
+// does not by the sessions the server ended with nobody on the wire to see
+// it: the wire presumes a session live until it is seen to end (a DELETE
+// answered, a 404, a close event), and a server that expires an idle
+// session tells no one until someone asks.
+func unseenEnds(ledger, fromWire *Accounts) string {
+	closedAt := map[string]int64{}
+	for _, s := range ledger.Sessions {
+		if end := endUS(s); end != math.MaxInt64 {
+			closedAt[s.ID] = end
+		}
+	}
+	var unseen []string
+	for _, f := range fromWire.Forks {
+		end, ok := closedAt[f.Live.ID]
+		if !ok || end > f.New.OpenedUS || slices.ContainsFunc(ledger.Forks, func(g Fork) bool { return g.New.ID == f.New.ID }) {
+			return "" // the ledger has it live too, or no record of its end: a real disagreement
+		}
+		unseen = append(unseen, fmt.Sprintf("session %s ended at %s by the ledger, never seen to end on the wire", f.Live.ID, seconds(end)))
+	}
+	if len(unseen) == 0 {
+		return ""
+	}
+	return "the wire presumes a session live until it is seen to end: " + strings.Join(unseen, "; ")
 }
 
 // serverKills is when the fault log restarted or crashed the server, on the

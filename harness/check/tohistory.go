@@ -81,7 +81,7 @@ func historyFromWire(recs []wire.Record, ops Ops) ([]history.Record, []int64) {
 		case wire.KindEvent:
 			d.event(r)
 		case wire.KindBodyEnd:
-			delete(d.streams, exchangeKey{r.Conn, r.Exchange})
+			d.ended(r)
 		case wire.KindClose:
 			d.closed(r)
 		}
@@ -250,6 +250,16 @@ func (d *derivedHistory) event(r *wire.Record) {
 	d.edge.noteEvent(x, r.EventID, owner)
 }
 
+// ended records a break for a stream that ended, cleanly, before its
+// call's response came: to an MCP client that is a stream that broke (a
+// server draining for a restart ends its streams so).
+func (d *derivedHistory) ended(r *wire.Record) {
+	k := exchangeKey{r.Conn, r.Exchange}
+	if _, open := d.streams[k]; open {
+		d.breakStream(r, k, "eof", "the stream ended before its response")
+	}
+}
+
 // closed records a break for every stream the connection carried
 // unfinished.
 func (d *derivedHistory) closed(r *wire.Record) {
@@ -260,22 +270,27 @@ func (d *derivedHistory) closed(r *wire.Record) {
 			}
 		}
 	}, func(a, b exchangeKey) int { return cmp.Compare(a.x, b.x) })
-	for _, k := range keys {
-		req := d.streams[k]
-		delete(d.streams, k)
-		x := d.edge.exchanges[k]
-		reason := "error"
-		switch r.End {
-		case wire.EndRST:
-			reason = "reset"
-		case wire.EndFIN:
-			reason = "eof"
-		case wire.EndTimeout:
-			reason = "timeout"
-		}
-		d.add(r, history.Record{Kind: history.KindStreamBreak, Client: d.edge.client(x), Call: d.callName(x.session, req),
-			Session: x.session, RequestID: req, Reason: reason, Detail: string(r.End) + " by the " + string(r.By)})
+	reason := "error"
+	switch r.End {
+	case wire.EndRST:
+		reason = "reset"
+	case wire.EndFIN:
+		reason = "eof"
+	case wire.EndTimeout:
+		reason = "timeout"
 	}
+	for _, k := range keys {
+		d.breakStream(r, k, reason, string(r.End)+" by the "+string(r.By))
+	}
+}
+
+// breakStream records the break of the unfinished stream of exchange k.
+func (d *derivedHistory) breakStream(r *wire.Record, k exchangeKey, reason, detail string) {
+	req := d.streams[k]
+	delete(d.streams, k)
+	x := d.edge.exchanges[k]
+	d.add(r, history.Record{Kind: history.KindStreamBreak, Client: d.edge.client(x), Call: d.callName(x.session, req),
+		Session: x.session, RequestID: req, Reason: reason, Detail: detail})
 }
 
 // settle records, at the end of the edge, an unknown outcome for every

@@ -77,6 +77,11 @@ type Result struct {
 	// Disagreement is what the wire's account said of an invariant both
 	// accounts judged, when it differs from the ledger's.
 	Disagreement string `json:"disagreement,omitempty"`
+	// Unseen is why the wire's account differs from the ledger's on an
+	// invariant where the ledger holds what the wire cannot carry (a
+	// session the server expired while no client asked about it): a limit
+	// of the wire, told, not a disagreement.
+	Unseen string `json:"unseen,omitempty"`
 	// Evidence names the records that prove the status, such as
 	// "ledger n=12: ..." or "history line 34: ...", at most MaxEvidence.
 	Evidence []string `json:"evidence,omitempty"`

@@ -22,7 +22,7 @@ import (
 // they skip, unless CHAOSRUN_REQUIRE_CHROMIUM=1 (as in CI) makes them fail.
 // Screenshots go to CHAOSRUN_SCREENSHOTS, default results/screenshots.
 
-func browser(t *testing.T) context.Context {
+func browser(t testing.TB) context.Context {
 	t.Helper()
 	var path string
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -145,9 +145,10 @@ func TestDoubleChargeTimelineInChromium(t *testing.T) {
 
 func within(y float64, b *box) bool { return b != nil && y >= b.Y && y <= b.Y+b.H }
 
-// TestThousandClientsLoadFast draws a run of 1,000 clients: its lanes
-// aggregate into groups, and the page is drawn within 2 s of navigation.
-func TestThousandClientsLoadFast(t *testing.T) {
+// TestThousandClientsAggregate draws a run of 1,000 clients: its lanes
+// aggregate into groups, and only the clients the evidence names keep a
+// lane. How fast it draws is BenchmarkThousandClients' business.
+func TestThousandClientsAggregate(t *testing.T) {
 	ctx := browser(t)
 	x := bigRun(1000, 5)
 	x.Verdict = check.Judge(x.Input)
@@ -169,7 +170,6 @@ func TestThousandClientsLoadFast(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("1,000 clients, %d records, page %.1f MB: drawn %.0f ms after navigation began (%.0f ms to visible, as the test saw it)",
 		len(x.Input.History)+len(x.Input.Ledger), float64(info.Size())/(1<<20), drawn, float64(visible.Milliseconds()))
-	assert.Less(t, drawn, 2000.0, "the page is drawn within 2 s")
 	assert.InDelta(t, 30, groups, 3, "the clients are drawn as about 30 groups")
 	assert.LessOrEqual(t, lanes, 12, "only the clients the evidence names get lanes of their own")
 
@@ -227,4 +227,23 @@ func bigRun(n, calls int) Experiment {
 	}
 	return Experiment{Name: fmt.Sprintf("%d-clients", n), Input: check.Input{History: hist, Ledger: ledger,
 		Wall: time.Duration(math.Round(float64(calls)+1)) * time.Second}}
+}
+
+// BenchmarkThousandClients reports how long Chromium takes to draw the
+// timeline of a 1,000-client run (target: under 2 s), in the page's own
+// milliseconds from navigation to drawn, as ms/draw.
+func BenchmarkThousandClients(b *testing.B) {
+	ctx := browser(b)
+	x := bigRun(1000, 5)
+	x.Verdict = check.Judge(x.Input)
+	page := filepath.Join(b.TempDir(), File)
+	require.NoError(b, WriteFile(page, x))
+	var total float64
+	for b.Loop() {
+		require.NoError(b, chromedp.Do(ctx, chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.CSS("#lanes"))))
+		drawn, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`window.chaosrunTimeline.drawnAt`))
+		require.NoError(b, err)
+		total += drawn
+	}
+	b.ReportMetric(total/float64(b.N), "ms/draw")
 }

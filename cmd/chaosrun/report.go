@@ -13,13 +13,14 @@ func newReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report DIR",
 		Short: "Judge a saved run (or one experiment's folder) again, offline, from its recorded files",
-		Long: `Report reads history.jsonl, ledger.jsonl, faults.jsonl and timings.json of every experiment
+		Long: `Report reads history.jsonl, ledger.jsonl, wire.jsonl, faults.jsonl and timings.json of every experiment
 in DIR, judges them again with the checker, compares the result with the saved verdict.json,
 and checks it against the experiment's expect: block. Nothing is run and nothing is changed,
 except that --html writes each experiment's timeline.html and the run's index.html again.
 --without ledger judges every experiment as if its server wrote no ledger (from the wire
-alone), --without history as if its client wrote no history; the verdicts are then checked
-against the expectations only.
+alone), --without history as if its client wrote no history; each verdict is then held
+against the judgement of every record: the same verdict and the same status for every
+invariant, except where the full judgement says the difference lies beyond the wire's sight.
 Experiments an interrupted run left are judged from what they recorded and marked partial.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {

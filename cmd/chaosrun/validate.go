@@ -14,7 +14,8 @@ import (
 
 const defaultExperiments = "experiments"
 
-// loadExperiments loads paths (default: the experiments folder); every
+// loadExperiments loads paths (default: the experiments folder) and checks
+// that their bring-your-own programs can be started from here; every
 // problem in every file is an invalid-input error.
 func loadExperiments(paths []string) ([]*spec.Experiment, error) {
 	if len(paths) == 0 {
@@ -25,6 +26,9 @@ func loadExperiments(paths []string) ([]*spec.Experiment, error) {
 		paths = []string{defaultExperiments}
 	}
 	exps, err := spec.LoadPaths(paths)
+	if err == nil {
+		err = spec.CheckCommands(exps)
+	}
 	if errors.Is(err, spec.ErrInvalid) {
 		return nil, withCode(exitInvalid, err)
 	}

@@ -2,6 +2,9 @@ package agent
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,13 +20,17 @@ func TestAwaitURL(t *testing.T) {
 		ctx    context.Context
 		line   string // sent when not ""
 		exited bool
-		want   string // the error, or the line when ok
+		log    string // the agent's log
+		want   string // the error, or the line when ok ({log} is the log's path)
 		ok     bool
 	}{
-		{"printed", context.Background(), "http://127.0.0.1:1", false, "http://127.0.0.1:1", true},
-		{"exited first", context.Background(), "", true, "agent exited before it was ready (see a.log)", false},
-		{"silent", context.Background(), "", false, "agent printed no URL within 20ms (see a.log)", false},
-		{"ctx ended", cancelled, "", false, context.Canceled.Error(), false},
+		{"printed", context.Background(), "http://127.0.0.1:1", false, "", "http://127.0.0.1:1", true},
+		{"exited first, saying nothing", context.Background(), "", true, "starting\n", "agent exited before it was ready (see {log})", false},
+		{"exited first, saying why", context.Background(), "", true,
+			"starting\nchaosrun: early\nconfig.toml: no such file\nchaosrun: server command srv exited before it listened: exit status 2\n",
+			"agent exited before it was ready: server command srv exited before it listened: exit status 2 (see {log})", false},
+		{"silent", context.Background(), "", false, "", "agent printed no URL within 20ms (see {log})", false},
+		{"ctx ended", cancelled, "", false, "", context.Canceled.Error(), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -34,13 +41,15 @@ func TestAwaitURL(t *testing.T) {
 			if tc.exited {
 				close(exited)
 			}
-			got, err := AwaitURL(tc.ctx, line, exited, 20*time.Millisecond, "a.log")
+			log := filepath.Join(t.TempDir(), "a.log")
+			require.NoError(t, os.WriteFile(log, []byte(tc.log), 0o644))
+			got, err := AwaitURL(tc.ctx, line, exited, 20*time.Millisecond, log)
 			if tc.ok {
 				require.NoError(t, err)
 				assert.Equal(t, tc.want, got)
 				return
 			}
-			require.EqualError(t, err, tc.want)
+			require.EqualError(t, err, strings.ReplaceAll(tc.want, "{log}", log))
 		})
 	}
 }

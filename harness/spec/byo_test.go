@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,4 +55,40 @@ func TestImageTargetNeedsTheDockerRuntime(t *testing.T) {
 	ref, err := Parse("x.yaml", []byte(good))
 	require.NoError(t, err)
 	assert.NoError(t, ref.CheckRuntime("local"), "every other target runs anywhere")
+}
+
+func TestCheckCommandsFindsProgramsThatCannotRun(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "srv")
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755))
+	plain := filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(plain, []byte("x"), 0o644))
+	tests := []struct {
+		name    string
+		program string
+		want    string // "" = runnable
+	}{
+		{"an executable file", exe, ""},
+		{"a name in PATH", "sh", ""},
+		{"a name not in PATH", "no-such-server-anywhere", `x.yaml:7:13: server.command[0]: "no-such-server-anywhere" is not in PATH`},
+		{"an absolute path to nothing", filepath.Join(dir, "gone"), `server.command[0]: "` + filepath.Join(dir, "gone") + `" does not exist`},
+		{"a relative path to nothing", "./bin/gone", `"./bin/gone" does not exist (a relative path resolves against the working directory`},
+		{"a folder", dir, "is a folder, not a program"},
+		{"a file without an execute bit", plain, "is not executable (mode -rw-r--r--)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(good, "server:\n  retention_events: 100\n  keepalive: 0s\n",
+				"server:\n  target: command\n  command: ["+tc.program+", --port, '{port}']\n", 1)
+			x, err := Parse("x.yaml", []byte(src))
+			require.NoError(t, err, "Parse does not look for the program: a saved run is judged where it may be absent")
+			err = CheckCommands([]*Experiment{x})
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
 }

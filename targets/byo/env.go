@@ -2,6 +2,7 @@ package byo
 
 import (
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
@@ -44,6 +45,30 @@ func (e Env) Environ() []string {
 		EnvBase + "=" + base,
 		EnvStateDir + "=" + e.StateDir,
 	}
+}
+
+// The placeholders a server command's arguments may hold, for servers that
+// take their address as a flag rather than from [EnvListenAddr].
+const (
+	PlaceholderAddr = "{addr}" // host:port, as EnvListenAddr
+	PlaceholderHost = "{host}" // the host alone
+	PlaceholderPort = "{port}" // the port alone
+)
+
+// Expand returns args with every placeholder replaced by the part of
+// e.ListenAddr it names; an argument may hold several, and text around
+// them is kept ("--listen=http://{host}:{port}/"). args is not changed.
+func (e Env) Expand(args []string) []string {
+	host, port, err := net.SplitHostPort(e.ListenAddr)
+	if err != nil {
+		host, port = e.ListenAddr, ""
+	}
+	r := strings.NewReplacer(PlaceholderAddr, e.ListenAddr, PlaceholderHost, host, PlaceholderPort, port)
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = r.Replace(a)
+	}
+	return out
 }
 
 // EnvHelp describes the contract's environment for the server agent's

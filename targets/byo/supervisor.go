@@ -35,7 +35,9 @@ var ErrNoCommand = errors.New("target command needs the command to run")
 type Supervisor struct {
 	// Command is the command and its arguments. No shell is involved: a
 	// bare name is looked up in PATH, and a relative path resolves against
-	// the working directory, where the command runs.
+	// the working directory, where the command runs. The arguments may hold
+	// the placeholders {addr}, {host} and {port} (see [Env.Expand]), for
+	// servers that take their address as a flag.
 	Command []string
 	// Env is the contract's environment. At Start a ListenAddr with port 0
 	// becomes a free port the kernel picked, and StateDir is made absolute
@@ -50,7 +52,8 @@ type Supervisor struct {
 	// command; zero means DefaultDrain.
 	Drain time.Duration
 
-	env    Env // Env as resolved by Start
+	env    Env   // Env as resolved by Start
+	tail   *tail // the command's last lines of output, for errors
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once the command has exited and err is set
 	err    error
@@ -111,7 +114,7 @@ func (s *Supervisor) Addr() string { return s.env.ListenAddr }
 func (s *Supervisor) Serve(ctx context.Context) error {
 	select {
 	case <-s.exited:
-		return fmt.Errorf("server command %s exited while serving: %s", s.name(), s.status())
+		return fmt.Errorf("server command %s exited while serving: %s%s", s.name(), s.status(), s.tail.Said())
 	case <-ctx.Done():
 	}
 	return s.Stop()
@@ -188,11 +191,15 @@ func pickAddr(addr string) (string, error) {
 // process's. It stays in this process's group: the runtimes' crash and
 // pause faults signal the group.
 func (s *Supervisor) startChild() error {
-	c := exec.Command(s.Command[0], s.Command[1:]...)
+	argv := s.env.Expand(s.Command)
+	c := exec.Command(argv[0], argv[1:]...)
 	c.Env = append(os.Environ(), s.env.Environ()...)
+	s.tail = newTail(tailLines)
+	var out io.Writer = s.tail
 	if s.Output != nil {
-		c.Stdout, c.Stderr = s.Output, s.Output
+		out = io.MultiWriter(s.Output, s.tail)
 	}
+	c.Stdout, c.Stderr = out, out
 	c.WaitDelay = time.Second // a grandchild holding the output open cannot stall the exit
 	// If the parent dies without stopping it (SIGKILL of the parent alone),
 	// the command goes too.
@@ -233,9 +240,9 @@ func (s *Supervisor) awaitListening(ctx context.Context, timeout time.Duration) 
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("server command %s exited before it listened on %s: %s", s.name(), addr, s.status())
+			return fmt.Errorf("server command %s exited before it listened on %s: %s%s", s.name(), addr, s.status(), s.tail.Said())
 		case <-deadline.C:
-			return fmt.Errorf("server command %s did not listen on %s within %s", s.name(), addr, timeout)
+			return fmt.Errorf("server command %s did not listen on %s within %s%s", s.name(), addr, timeout, s.tail.Said())
 		case <-ctx.Done():
 			return fmt.Errorf("server command %s: stopped before it listened: %w", s.name(), ctx.Err())
 		case <-tick.C:

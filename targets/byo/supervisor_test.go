@@ -128,8 +128,10 @@ func TestReadiness(t *testing.T) {
 		want string // "" = ready
 	}{
 		{"listening", []string{"sleep", "30"}, listening, ""},
-		{"exits first", []string{"sh", "-c", "exit 5"}, free, "exited before it listened on " + free + ": exit status 5"},
-		{"never listens", []string{"sleep", "30"}, free, "did not listen on " + free + " within 200ms"},
+		{"exits first", []string{"sh", "-c", "exit 5"}, free, "exited before it listened on " + free + ": exit status 5; it printed nothing"},
+		{"exits first, saying why", []string{"sh", "-c", "echo starting; echo 'bind: permission denied' >&2; exit 5"}, free,
+			"exit status 5; its last output: starting | bind: permission denied"},
+		{"never listens", []string{"sleep", "30"}, free, "did not listen on " + free + " within 200ms; it printed nothing"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -226,4 +228,40 @@ func TestPickAddr(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:80", dialable("0.0.0.0:80"))
 	assert.Equal(t, "127.0.0.1:80", dialable("[::]:80"))
 	assert.Equal(t, "127.0.0.2:80", dialable("127.0.0.2:80"))
+}
+
+func TestExpandFillsTheAddressPlaceholders(t *testing.T) {
+	tests := []struct {
+		addr string
+		args []string
+		want []string
+	}{
+		{"127.0.0.1:8123", []string{"srv", "--port", "{port}"}, []string{"srv", "--port", "8123"}},
+		{"127.0.0.1:8123", []string{"srv", "--listen={addr}"}, []string{"srv", "--listen=127.0.0.1:8123"}},
+		{"0.0.0.0:80", []string{"srv", "http://{host}:{port}/mcp", "{port}{port}"}, []string{"srv", "http://0.0.0.0:80/mcp", "8080"}},
+		{"127.0.0.1:1", []string{"srv", "{json: 1}", "{PORT}"}, []string{"srv", "{json: 1}", "{PORT}"}},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			args := append([]string(nil), tc.args...)
+			assert.Equal(t, tc.want, Env{ListenAddr: tc.addr}.Expand(args))
+			assert.Equal(t, tc.args, args, "Expand leaves its argument alone")
+		})
+	}
+}
+
+func TestStartGivesTheCommandItsAddressInItsArguments(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	out := filepath.Join(t.TempDir(), "argv")
+	s := &Supervisor{Command: []string{"sh", "-c", `echo "$1 $2" > "$0"; exec sleep 30`, out, "--listen={addr}", "{port}"},
+		Env: Env{ListenAddr: ln.Addr().String(), StateDir: t.TempDir()}, Drain: time.Second}
+	t.Cleanup(func() { _ = s.Stop() })
+	require.NoError(t, s.Start(context.Background()))
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(out)
+		return err == nil && strings.TrimSpace(string(b)) == "--listen="+ln.Addr().String()+" "+port
+	}, 5*time.Second, 10*time.Millisecond)
 }

@@ -158,7 +158,11 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("faults due at start: %w", err)
 	}
 	e.progress("workload: %d client(s), %s client, %s server", e.plan.Template.Clients, e.plan.Client.Target, e.plan.Server.Target)
-	client, err := e.start(ctx, agent.Spec{Role: agent.RoleClient, Args: clientArgs(e.plan, e.endpoint)})
+	cs := agent.Spec{Role: agent.RoleClient, Args: clientArgs(e.plan, e.endpoint)}
+	if e.plan.Client.Target == targets.Command {
+		cs.Program = e.plan.Client.Command[0]
+	}
+	client, err := e.start(ctx, cs)
 	if err != nil {
 		return 0, err
 	}

@@ -142,8 +142,11 @@ func onLoopback(addr string) bool {
 // ledgerURL; for target image, the image the runtime runs in its place.
 func serverSpec(p *spec.Plan, ledgerURL string) agent.Spec {
 	s := agent.Spec{Role: agent.RoleServer, Port: 8080, LedgerURL: ledgerURL, Args: serverArgs(p)}
-	if p.Server.Target == targets.Image {
+	switch p.Server.Target {
+	case targets.Image:
 		s.Image = p.Server.Image
+	case targets.Command:
+		s.Program = p.Server.Command[0]
 	}
 	return s
 }

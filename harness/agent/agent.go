@@ -60,6 +60,13 @@ type Spec struct {
 	// state folder instead of Args. "" runs the agent. Only a runtime that
 	// runs containers runs images.
 	Image string
+	// Program, for an agent that runs a bring-your-own command (server or
+	// client target command), is the program as the experiment names it
+	// (command[0]). A runtime that runs agents in containers makes a
+	// program named by a path visible inside at that path, a relative one
+	// under the container's working directory; a bare name must be in the
+	// agent image's PATH.
+	Program string
 }
 
 // CommandLine is the agent's command line after the binary: "agent ROLE",

@@ -81,18 +81,33 @@ func buildImage(ctx context.Context, binary string, log *slog.Logger) (string, e
 	return tag, nil
 }
 
-// staticBinarySum checks that path is a statically linked ELF executable
-// (a scratch image has no dynamic loader) and returns its sha256 in hex.
-func staticBinarySum(path string) (string, error) {
+// errDynamic is staticELF's error for an executable that needs a loader.
+var errDynamic = errors.New("dynamically linked")
+
+// staticELF checks that path is an ELF executable that needs no dynamic
+// loader (a scratch image has none): errDynamic if it does.
+func staticELF(path string) error {
 	f, err := elf.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("%s is not a linux executable: %w", path, err)
+		return err
 	}
 	defer f.Close()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return "", fmt.Errorf("%s is dynamically linked; build it with CGO_ENABLED=0", path)
+			return errDynamic
 		}
+	}
+	return nil
+}
+
+// staticBinarySum checks that path is a statically linked ELF executable
+// (a scratch image has no dynamic loader) and returns its sha256 in hex.
+func staticBinarySum(path string) (string, error) {
+	switch err := staticELF(path); {
+	case errors.Is(err, errDynamic):
+		return "", fmt.Errorf("%s is dynamically linked; build it with CGO_ENABLED=0", path)
+	case err != nil:
+		return "", fmt.Errorf("%s is not a linux executable: %w", path, err)
 	}
 	in, err := os.Open(path)
 	if err != nil {

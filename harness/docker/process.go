@@ -51,6 +51,10 @@ func (r *Runtime) create(ctx context.Context, spec agent.Spec, alias string) (*p
 			return nil, err
 		}
 	}
+	prog, err := programOf(spec)
+	if err != nil {
+		return nil, err
+	}
 	req := testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
 			Image:              r.image,
@@ -63,9 +67,15 @@ func (r *Runtime) create(ctx context.Context, spec agent.Spec, alias string) (*p
 			Networks:           []string{r.network},
 			NetworkAliases:     map[string][]string{r.network: {alias}},
 			Tmpfs:              map[string]string{"/tmp": "rw,nosuid,nodev,size=64m"},
-			HostConfigModifier: r.hostConfig(spec, name+"-state", !isImage),
+			HostConfigModifier: r.hostConfig(spec, name+"-state", !isImage, prog, name+"-program"),
 		},
 		Logger: tcLogger{r.log},
+	}
+	if prog != nil {
+		req.Files = []testcontainers.ContainerFile{prog.file}
+		if prog.workDir != "" {
+			req.ConfigModifier = func(c *container.Config) { c.WorkingDir = prog.workDir }
+		}
 	}
 	if isImage { // its own entrypoint and command, the contract's environment
 		req.Image, req.Entrypoint, req.Cmd, req.Env = byoImage, nil, nil, imageEnv(spec)
@@ -114,7 +124,7 @@ func exposedPorts(spec agent.Spec) []string {
 // hostConfig hardens the container (a read-only root when readOnly, no
 // capabilities, no privilege gain), mounts the labelled state volume, and
 // publishes a serving agent's port on the host's loopback only.
-func (r *Runtime) hostConfig(spec agent.Spec, volume string, readOnly bool) func(*container.HostConfig) {
+func (r *Runtime) hostConfig(spec agent.Spec, volume string, readOnly bool, prog *program, progVolume string) func(*container.HostConfig) {
 	return func(hc *container.HostConfig) {
 		hc.ReadonlyRootfs = readOnly
 		hc.CapDrop = []string{"ALL"}
@@ -125,6 +135,9 @@ func (r *Runtime) hostConfig(spec agent.Spec, volume string, readOnly bool) func
 			Target:        StateDir,
 			VolumeOptions: &mount.VolumeOptions{Labels: r.labels(map[string]string{LabelRole: spec.Role})},
 		})
+		if prog != nil {
+			hc.Mounts = append(hc.Mounts, prog.mount(progVolume, r.labels(map[string]string{LabelRole: spec.Role})))
+		}
 		if !spec.Serves {
 			return
 		}

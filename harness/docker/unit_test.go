@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -151,4 +152,51 @@ func TestBuildImageRejectsADynamicBinary(t *testing.T) {
 	require.ErrorContains(t, err, "CGO_ENABLED=0")
 	_, err = BuildImage(t.Context(), filepath.Join(t.TempDir(), "missing"))
 	require.Error(t, err)
+}
+
+func TestProgramOfPlacesABringYourOwnProgram(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "srv.sh")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\nexec sleep 1\n"), 0o755))
+	static := filepath.Join(dir, "static")
+	build := exec.Command("go", "build", "-o", static, "./testdata/static")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Chdir(dir)
+	tests := []struct {
+		name     string
+		program  string
+		in, work string // where the program is in the container, and its working directory
+		err      string
+	}{
+		{"none", "", "", "", ""},
+		{"a bare name, from the image's PATH", "my-server", "", "", ""},
+		{"an absolute path", static, static, "", ""},
+		{"a relative path, under the working directory", "./static", ProgramDir + "/static", ProgramDir, ""},
+		{"a relative path leaving it", "../" + filepath.Base(dir) + "/static", "", "", "must stay below the working directory"},
+		{"a script", script, "", "", "not an ELF executable (a script needs an interpreter"},
+		{"a dynamically linked binary", "/bin/sh", "", "", "dynamically linked, and the agent image holds no libraries"},
+		{"nothing there", "./gone", "", "", "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := programOf(agent.Spec{Role: agent.RoleServer, Program: tc.program})
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				assert.Contains(t, err.Error(), "server command "+tc.program)
+				return
+			}
+			require.NoError(t, err)
+			if tc.in == "" {
+				assert.Nil(t, p, "nothing to copy")
+				return
+			}
+			require.NotNil(t, p)
+			assert.Equal(t, tc.in, p.file.ContainerFilePath)
+			assert.Equal(t, filepath.Dir(tc.in), p.dir, "the volume is mounted where the program is")
+			assert.Equal(t, tc.work, p.workDir)
+			assert.EqualValues(t, 0o755, p.file.FileMode)
+		})
+	}
 }

@@ -79,6 +79,7 @@ type wireCall struct {
 	startUS   int64
 	refused   bool
 	result    bool
+	failed    bool    // the result was an error: the tool stopped short
 	seqs      []int64 // whole progress numbers seen
 	total     int64
 	fractions bool // some progress number was not a whole number
@@ -184,13 +185,31 @@ func (d *derivedLedger) answer(r *wire.Record, x *exchange, m *wire.Message, eve
 	if c == nil || c.result {
 		return
 	}
-	if m.IsError && m.ErrorCode != 0 { // a JSON-RPC error: the tool never ran
+	if m.IsError && m.ErrorCode != 0 && turnedAway(m.ErrorCode, c) {
 		c.refused = true
 		return
 	}
-	c.result, c.revealN = true, r.N
+	c.result, c.failed, c.revealN = true, m.IsError, r.N
 	d.add(r, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: x.session, Client: c.client,
 		RequestID: m.ID, Tool: c.tool, OrderID: c.op, Stream: streamLabel(x), EventID: eventID, IsError: m.IsError})
+}
+
+// turnedAway says whether a JSON-RPC error answering a tools/call means the
+// server refused the request before any tool ran: a parse error, an invalid
+// request, an unknown method, or invalid params (an unknown tool, bad
+// arguments), and no progress of the call seen. Any other error (internal,
+// or the server's own codes) may end a tool that ran, and a call that
+// streamed progress certainly ran: mcp-go, say, answers -32603 when its
+// notification queue fills while the client is cut off.
+func turnedAway(code int, c *wireCall) bool {
+	if len(c.seqs) > 0 || c.fractions {
+		return false
+	}
+	switch code {
+	case mcpwire.CodeParseError, mcpwire.CodeInvalidRequest, mcpwire.CodeMethodNotFound, mcpwire.CodeInvalidParams:
+		return true
+	}
+	return false
 }
 
 func (d *derivedLedger) event(r *wire.Record) {
@@ -278,7 +297,7 @@ func (d *derivedLedger) skipped(c *wireCall) {
 		return
 	}
 	top := slices.Max(append([]int64{0}, c.seqs...))
-	if c.result && c.total > top {
+	if c.result && !c.failed && c.total > top { // a tool that failed stopped short of its total
 		top = c.total
 	}
 	seen := map[int64]bool{}

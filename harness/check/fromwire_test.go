@@ -2,6 +2,7 @@ package check
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -194,6 +195,51 @@ func TestLedgerFromWireLeavesOutWhatTheServerRefused(t *testing.T) {
 	for _, r := range led {
 		assert.NotEqual(t, sideeffects.KindCallStarted, r.Kind, "no call ran: %+v", r)
 		assert.NotEqual(t, sideeffects.KindCharge, r.Kind)
+	}
+}
+
+func TestLedgerFromWireKeepsACallThatRanAndEndedInAnError(t *testing.T) {
+	rpcError := func(id string, code int) wire.Message {
+		return wire.Message{ID: id, Response: true, IsError: true, ErrorCode: code, ErrorMessage: "failed"}
+	}
+	tests := []struct {
+		name string
+		code int
+		rows int // progress events before the error
+		ran  bool
+	}{
+		{"invalid params, nothing streamed: turned away", -32602, 0, false},
+		{"unknown method: turned away", -32601, 0, false},
+		{"internal error after progress (mcp-go's full notification queue)", -32603, 2, true},
+		{"invalid params after progress: the tool ran", -32602, 1, true},
+		{"internal error, nothing streamed: the tool may have run", -32603, 0, true},
+		{"a server's own code: the tool may have run", -32001, 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &wireLog{}
+			w.at(0).post("", initialize("c1")).answer(200, "sA", true).event("1", result("1", false))
+			w.at(1).post("sA", toolsCall("2", "export", `{}`)).answer(200, "", true)
+			for i := 1; i <= tc.rows; i++ {
+				w.event(strconv.Itoa(i+1), progress("2", float64(i), 10))
+			}
+			w.event("99", rpcError("2", tc.code))
+			started, events := 0, 0
+			for _, r := range ledgerFromWire(w.recs, nil, nil) {
+				switch r.Kind {
+				case sideeffects.KindCallStarted:
+					started++
+				case sideeffects.KindEventEmitted:
+					events++
+				}
+			}
+			if !tc.ran {
+				assert.Zero(t, started, "a call the server turned away never ran")
+				return
+			}
+			assert.Equal(t, 1, started, "the call ran")
+			assert.Equal(t, tc.rows, events, "and its progress is counted")
+		})
 	}
 }
 

@@ -72,7 +72,6 @@ func (r *Runtime) create(ctx context.Context, spec agent.Spec, alias string) (*p
 		Logger: tcLogger{r.log},
 	}
 	if prog != nil {
-		req.Files = []testcontainers.ContainerFile{prog.file}
 		if prog.workDir != "" {
 			req.ConfigModifier = func(c *container.Config) { c.WorkingDir = prog.workDir }
 		}
@@ -91,6 +90,12 @@ func (r *Runtime) create(ctx context.Context, spec agent.Spec, alias string) (*p
 	if !ok {
 		_ = c.Terminate(context.Background())
 		return nil, fmt.Errorf("unexpected container type %T", c)
+	}
+	if prog != nil {
+		if err := prog.copyInto(ctx, r.cli, ctr.GetContainerID()); err != nil {
+			_ = c.Terminate(context.Background())
+			return nil, err
+		}
 	}
 	p := &process{rt: r, spec: spec, alias: alias, name: name, ctr: ctr}
 	p.Lifecycle = agent.NewLifecycle(spec.Role, p.launch)

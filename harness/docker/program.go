@@ -1,15 +1,19 @@
 package docker
 
 import (
+	"archive/tar"
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/moby/moby/api/types/mount"
-	"github.com/testcontainers/testcontainers-go"
+	"github.com/moby/moby/client"
 
 	"github.com/chaosrun/chaosrun/harness/agent"
 )
@@ -25,8 +29,9 @@ const ProgramDir = "/byo"
 // read-only, and a copy works where a bind mount would not: when the runner
 // itself runs in a container).
 type program struct {
-	file    testcontainers.ContainerFile
-	dir     string // the volume's mount point
+	host    string // the program on the runner's side
+	in      string // where it is in the container
+	dir     string // the volume's mount point, in's folder
 	workDir string // "" keeps the image's
 }
 
@@ -49,11 +54,7 @@ func programOf(spec agent.Spec) (*program, error) {
 		}
 		in, workDir = path.Join(ProgramDir, in), ProgramDir
 	}
-	return &program{
-		file:    testcontainers.ContainerFile{HostFilePath: p, ContainerFilePath: in, FileMode: 0o755},
-		dir:     path.Dir(in),
-		workDir: workDir,
-	}, nil
+	return &program{host: p, in: in, dir: path.Dir(in), workDir: workDir}, nil
 }
 
 // static checks that the file at p is an ELF executable that needs no
@@ -67,6 +68,36 @@ func static(p string) error {
 	default:
 		return errors.New("not an ELF executable (a script needs an interpreter, and the agent image has none): use a static binary, or server.target image")
 	}
+}
+
+// copyInto copies the program into the created (not yet started) container
+// id: into its volume, which a read-only root allows where a copy to "/"
+// (testcontainers' Files) is refused.
+func (pr *program) copyInto(ctx context.Context, cli client.APIClient, id string) error {
+	f, err := os.Open(pr.host)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: path.Base(pr.in), Mode: 0o755, Size: info.Size(), ModTime: info.ModTime(), Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if _, err := io.Copy(tw, f); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if _, err := cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: pr.dir, Content: &buf}); err != nil {
+		return fmt.Errorf("copy %s into the container: %w", pr.host, err)
+	}
+	return nil
 }
 
 // mount is the labelled volume holding the program.

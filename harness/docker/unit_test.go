@@ -193,10 +193,10 @@ func TestProgramOfPlacesABringYourOwnProgram(t *testing.T) {
 				return
 			}
 			require.NotNil(t, p)
-			assert.Equal(t, tc.in, p.file.ContainerFilePath)
+			assert.Equal(t, tc.in, p.in)
+			assert.Equal(t, tc.program, p.host)
 			assert.Equal(t, filepath.Dir(tc.in), p.dir, "the volume is mounted where the program is")
 			assert.Equal(t, tc.work, p.workDir)
-			assert.EqualValues(t, 0o755, p.file.FileMode)
 		})
 	}
 }

@@ -1,0 +1,116 @@
+// Command shop-gosdk is an MCP server that knows nothing of chaosrun: a
+// small shop written with the official MCP Go SDK the way a team would
+// write its own, put under test by chaosrun from the wire alone (no ledger
+// records, no control endpoints, no chaosrun code).
+//
+// Tools:
+//
+//	place_order {order_id, amount_cents}  calls the payment provider, which
+//	                                      takes --work, then charges the order;
+//	                                      not idempotent: every completed call
+//	                                      charges
+//	export_rows {rows}                    streams one progress notification per
+//	                                      row, one every --row-interval
+//
+// Flags: --addr (host:port to serve MCP on, at /mcp), --work,
+// --row-interval, and --event-store-bytes (what the SDK's event store keeps
+// for resumption; 0 is its default, 10 MiB). Every charge is printed on
+// stdout, the side effect a user would look for in the provider's
+// dashboard. On SIGTERM it stops taking connections and lets running tools
+// finish for up to 5 s.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "host:port to serve MCP on (endpoint /mcp)")
+	work := flag.Duration("work", 4*time.Second, "how long the payment provider takes to charge")
+	interval := flag.Duration("row-interval", 10*time.Millisecond, "pause between two exported rows")
+	storeBytes := flag.Int("event-store-bytes", 0, "bytes of events kept for resumption (0: the SDK's default)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := serve(ctx, *addr, *work, *interval, *storeBytes); err != nil {
+		log.Fatalf("shop-gosdk: %v", err)
+	}
+}
+
+type order struct {
+	OrderID     string `json:"order_id" jsonschema:"the order to charge"`
+	AmountCents int    `json:"amount_cents" jsonschema:"the amount, in cents"`
+}
+
+type export struct {
+	Rows int `json:"rows" jsonschema:"how many rows to export"`
+}
+
+func serve(ctx context.Context, addr string, work, interval time.Duration, storeBytes int) error {
+	s := mcp.NewServer(&mcp.Implementation{Name: "shop-gosdk", Version: "1.0.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "place_order", Description: "Charge an order through the payment provider"},
+		func(_ context.Context, _ *mcp.CallToolRequest, o order) (*mcp.CallToolResult, any, error) {
+			if o.OrderID == "" || o.AmountCents <= 0 {
+				return nil, nil, errors.New("place_order needs an order_id and a positive amount_cents")
+			}
+			// The provider's client takes no context: once asked, it charges.
+			time.Sleep(work)
+			fmt.Printf("charged order %s: %d cents\n", o.OrderID, o.AmountCents)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
+				Text: fmt.Sprintf("charged %s %d", o.OrderID, o.AmountCents)}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "export_rows", Description: "Export rows, reporting progress per row"},
+		func(ctx context.Context, req *mcp.CallToolRequest, e export) (*mcp.CallToolResult, any, error) {
+			token := req.Params.GetProgressToken()
+			for i := 1; i <= e.Rows; i++ {
+				time.Sleep(interval)
+				if token == nil {
+					continue
+				}
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: token, Progress: float64(i), Total: float64(e.Rows),
+				}); err != nil {
+					return nil, nil, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
+				Text: fmt.Sprintf("exported %d rows", e.Rows)}}}, nil, nil
+		})
+
+	store := mcp.NewMemoryEventStore(nil)
+	if storeBytes > 0 {
+		store.SetMaxBytes(storeBytes)
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{EventStore: store})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	drain, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(drain)
+	return nil
+}

@@ -162,6 +162,9 @@ func serverArgs(p *spec.Plan) []string {
 		for _, c := range s.Command {
 			args = append(args, "--command="+c) // "=": an argument may start with a dash
 		}
+		if s.Listen != "" {
+			args = append(args, "--listen", s.Listen)
+		}
 		return args
 	case targets.Image:
 		return args

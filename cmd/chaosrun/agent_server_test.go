@@ -77,6 +77,19 @@ func TestCommandTargetReproducesTheIncident(t *testing.T) {
 		readString(t, filepath.Join(dir, "logs", "server.log")), "the command's output is the server agent's log")
 }
 
+func TestCommandTargetOnAFixedAddress(t *testing.T) {
+	bin := buildExample(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	body := strings.Replace(byoIncident, "command: [BIN]}", "command: [BIN], listen: "+quoted(addr)+"}", 1)
+	code, stdout, stderr, dir := runOne(t, strings.Replace(body, "BIN", quoted(bin), 1))
+	require.Equal(t, exitMet, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Contains(t, readString(t, filepath.Join(dir, "logs", "server.log")), "byo-server listening on "+addr,
+		"the server is given the fixed address it declared, not a free port")
+}
+
 func TestCommandTargetThatDiesAtStartIsAHarnessError(t *testing.T) {
 	body := strings.Replace(byoIncident, "command: [BIN]", `command: [sh, -c, "echo no database >&2; exit 7"]`, 1)
 	code, stdout, stderr, dir := runOne(t, body)
@@ -85,6 +98,8 @@ func TestCommandTargetThatDiesAtStartIsAHarnessError(t *testing.T) {
 	log := readString(t, filepath.Join(dir, "logs", "server.log"))
 	assert.Contains(t, log, "no database", "the command's stderr is in the log")
 	assert.Regexp(t, `server command sh exited before it listened on 127\.0\.0\.1:\d+: exit status 7`, log)
+	assert.Regexp(t, `harness error: start server: agent exited before it was ready: server command sh exited before it listened on 127\.0\.0\.1:\d+: exit status 7; its last output: no database`,
+		stdout, "the summary says why, with what the command printed")
 }
 
 const byoRestarts = `name: byo-restarts

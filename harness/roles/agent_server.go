@@ -1,10 +1,10 @@
 package roles
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chaosrun/chaosrun/internal/exitcode"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chaosrun/chaosrun/internal/exitcode"
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets"
@@ -40,6 +41,7 @@ type serverFlags struct {
 	command       []string
 	image         string
 	readyTimeout  time.Duration
+	fixedAddr     string
 }
 
 // serverLong is the server agent's help, and the contract of the
@@ -53,7 +55,8 @@ path resolves there, not against --state; a bare name is looked up in PATH), wit
 
 ` + byo.EnvHelp() + `
 
-For --addr with port 0 the agent picks a free port. The command's stdout and stderr go to the
+For --addr with port 0 the agent picks a free port; --listen names a fixed address the command
+listens on instead, for a server that cannot be told one. The command's stdout and stderr go to the
 agent's stderr. Once the address accepts TCP connections (within --ready-timeout; if the command
 exits first, the agent fails with its exit status) the agent prints http://ADDR as its first
 stdout line. On SIGTERM it forwards SIGTERM to the command and waits for it up to
@@ -115,6 +118,7 @@ func newServerAgentCmd() *cobra.Command {
 	fl.StringSliceVar(&f.allowedOrigin, "allowed-origin", nil, "allowed Origin values (repeatable); empty allows any")
 	fl.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running tools may finish")
 	fl.StringArrayVar(&f.command, "command", nil, "target command: the command and its arguments, one flag each")
+	fl.StringVar(&f.fixedAddr, "listen", "", "target command: the fixed host:port the command listens on, instead of --addr")
 	fl.DurationVar(&f.readyTimeout, "ready-timeout", byo.DefaultReadyTimeout, "target command: how long the command may take to accept connections")
 	fl.StringVar(&f.image, "image", "", "target image: the image the docker runtime runs in this agent's place")
 	return cmd
@@ -221,7 +225,7 @@ func (f *serverFlags) runCommand(cmd *cobra.Command) error {
 	}
 	sup := &byo.Supervisor{
 		Command:      f.command,
-		Env:          byo.Env{ListenAddr: f.addr, LedgerURL: f.ledger, Clock: clock, StateDir: f.state},
+		Env:          byo.Env{ListenAddr: cmp.Or(f.fixedAddr, f.addr), LedgerURL: f.ledger, Clock: clock, StateDir: f.state},
 		Output:       cmd.ErrOrStderr(),
 		ReadyTimeout: f.readyTimeout,
 		Drain:        f.drain,

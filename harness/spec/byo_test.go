@@ -24,6 +24,16 @@ func TestBringYourOwnServersTakeNoKnobs(t *testing.T) {
 			"x.yaml:8:21: server.retention_events: a bring-your-own server is given no knobs, only its environment (server.target is command)"},
 		{"ttl on an image", "server:\n  target: image\n  image: me/srv:1\n  session_ttl: 1m\n",
 			"server.session_ttl: a bring-your-own server is given no knobs"},
+		{"a fixed address", "server:\n  target: command\n  command: [./srv]\n  listen: 127.0.0.1:9000\n", ""},
+		{"a fixed address on localhost", "server:\n  target: command\n  command: [./srv]\n  listen: localhost:9000\n", ""},
+		{"a fixed address off loopback", "server:\n  target: command\n  command: [./srv]\n  listen: 10.0.0.1:9000\n",
+			"x.yaml:8:11: server.listen: must be on loopback (127.0.0.1, ::1 or localhost)"},
+		{"a fixed address without a port", "server:\n  target: command\n  command: [./srv]\n  listen: 127.0.0.1:0\n",
+			"server.listen: needs a port between 1 and 65535"},
+		{"a fixed address that is none", "server:\n  target: command\n  command: [./srv]\n  listen: nine\n",
+			`server.listen: must be host:port, got "nine"`},
+		{"a fixed address for the reference server", "server:\n  listen: 127.0.0.1:9000\n",
+			"server.listen: is only used when server.target is command"},
 		{"reference knob on an image", "server:\n  target: image\n  image: me/srv:1\n  keepalive: 1s\n",
 			"server.keepalive: only the reference server has this knob (server.target is image)"},
 	}
@@ -34,7 +44,9 @@ func TestBringYourOwnServersTakeNoKnobs(t *testing.T) {
 			x, err := Parse("x.yaml", []byte(src))
 			if tc.want == "" {
 				require.NoError(t, err)
-				assert.NoError(t, x.CheckRuntime("docker"))
+				if x.Server.Listen == "" {
+					assert.NoError(t, x.CheckRuntime("docker"))
+				}
 				return
 			}
 			require.ErrorIs(t, err, ErrInvalid)
@@ -55,6 +67,17 @@ func TestImageTargetNeedsTheDockerRuntime(t *testing.T) {
 	ref, err := Parse("x.yaml", []byte(good))
 	require.NoError(t, err)
 	assert.NoError(t, ref.CheckRuntime("local"), "every other target runs anywhere")
+}
+
+func TestAFixedListenAddressNeedsTheLocalRuntime(t *testing.T) {
+	src := strings.Replace(good, "server:\n  retention_events: 100\n  keepalive: 0s\n",
+		"server:\n  target: command\n  command: [./srv]\n  listen: 127.0.0.1:9000\n", 1)
+	x, err := Parse("x.yaml", []byte(src))
+	require.NoError(t, err)
+	require.NoError(t, x.CheckRuntime("local"))
+	err = x.CheckRuntime("docker")
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorContains(t, err, "x.yaml:8:11: server.listen: a fixed address runs only on the local runtime")
 }
 
 func TestCheckCommandsFindsProgramsThatCannotRun(t *testing.T) {

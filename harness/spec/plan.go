@@ -48,6 +48,7 @@ type ServerPlan struct {
 	Keepalive       time.Duration
 	Retry           time.Duration
 	Command         []string
+	Listen          string
 	Image           string
 }
 
@@ -76,7 +77,7 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 	p.Server = ServerPlan{
 		Target: s.Target, RetentionEvents: s.RetentionEvents, RetentionAge: s.RetentionAge.Scale(f),
 		OnUnresumable: s.OnUnresumable, EventStore: s.EventStore, SessionTTL: s.SessionTTL.Scale(f),
-		Keepalive: s.Keepalive.Scale(f), Retry: s.Retry.Scale(f), Command: s.Command, Image: s.Image,
+		Keepalive: s.Keepalive.Scale(f), Retry: s.Retry.Scale(f), Command: s.Command, Listen: s.Listen, Image: s.Image,
 	}
 	c := x.Client
 	p.Client = ClientPlan{

@@ -41,7 +41,11 @@ type Server struct {
 	Keepalive       dur.Duration `yaml:"keepalive"`        // SSE comment interval; 0 = none
 	Retry           dur.Duration `yaml:"retry"`            // retry field of 2025-11-25 streams; 0 = omit
 	Command         []string     `yaml:"command"`          // target: command
-	Image           string       `yaml:"image"`            // target: image
+	// Listen, for target command, is the fixed loopback host:port the
+	// command listens on, for a server that cannot be told its address;
+	// "" (the default) gives it a free port. Local runtime only.
+	Listen string `yaml:"listen"`
+	Image  string `yaml:"image"` // target: image
 }
 
 // Client configures the MCP client under test.

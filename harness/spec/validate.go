@@ -3,8 +3,10 @@ package spec
 import (
 	"fmt"
 	"maps"
+	"net"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -112,10 +114,17 @@ func (x *Experiment) validateServer(bad badFunc, oneOf oneOfFunc) {
 		bad("server.command", "is required when server.target is command")
 	case s.Target != targets.Command && len(s.Command) > 0:
 		bad("server.command", "is only used when server.target is command")
+	case s.Target != targets.Command && s.Listen != "":
+		bad("server.listen", "is only used when server.target is command")
 	case s.Target == targets.Image && s.Image == "":
 		bad("server.image", "is required when server.target is image")
 	case s.Target != targets.Image && s.Image != "":
 		bad("server.image", "is only used when server.target is image")
+	}
+	if s.Listen != "" {
+		if msg := loopbackAddr(s.Listen); msg != "" {
+			bad("server.listen", "%s", msg)
+		}
 	}
 	if s.Target != targets.Reference {
 		for _, knob := range referenceOnly {
@@ -364,11 +373,29 @@ func (x *Experiment) Node(path string) *yaml.Node { return x.nodes[path] }
 // target the named runtime (local or docker) cannot run: target image runs
 // only on the docker runtime, which starts the image itself.
 func (x *Experiment) CheckRuntime(runtime string) error {
-	if x.Server.Target != targets.Image || runtime == "docker" {
-		return nil
-	}
 	ps := &problems{file: x.Path}
-	line, col := x.at("server.target")
-	ps.add(line, col, "server.target", "image runs only on the docker runtime (--runtime docker), not on %s", runtime)
+	if x.Server.Target == targets.Image && runtime != "docker" {
+		line, col := x.at("server.target")
+		ps.add(line, col, "server.target", "image runs only on the docker runtime (--runtime docker), not on %s", runtime)
+	}
+	if x.Server.Listen != "" && runtime == "docker" {
+		line, col := x.at("server.listen")
+		ps.add(line, col, "server.listen", "a fixed address runs only on the local runtime: in a container the server listens on $CHAOSRUN_LISTEN_ADDR (0.0.0.0:8080), or takes it by {addr} or {port}")
+	}
 	return ps.err()
+}
+
+// loopbackAddr says what is wrong with a fixed listen address, or "".
+func loopbackAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Sprintf("must be host:port, got %q", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Sprintf("needs a port between 1 and 65535, got %q", port)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Sprintf("must be on loopback (127.0.0.1, ::1 or localhost): the runner reaches the server there, got %q", host)
+	}
+	return ""
 }

@@ -148,6 +148,17 @@ func Judge(in Input) Verdict {
 	return v
 }
 
+// WireHistory is the client history [Judge] judges: in.History, or for a
+// client that wrote none (a client of the user's own) the one it derives
+// from the wire's client edge (see tohistory.go).
+func WireHistory(in Input) []history.Record {
+	if len(in.History) > 0 || len(in.Wire) == 0 {
+		return in.History
+	}
+	h, _ := historyFromWire(in.Wire, in.Ops)
+	return h
+}
+
 // WireLedger is the ledger [Judge] derives from the wire's server edge (see
 // fromwire.go): records of Source "wire" whose N is their wire line. It is
 // nil when in has no wire record.

@@ -168,6 +168,13 @@ func build(x Experiment) *page {
 		Files: fileNames, HasWire: len(in.Wire) > 0,
 		Faults: []fault{}, Marks: []mark{}, // the script reads empty lists, not null
 	}
+	if len(in.History) == 0 && len(in.Wire) > 0 {
+		// A client of the user's own writes no history: draw the one the
+		// checker judged, derived from the wire's client edge.
+		in.History = check.WireHistory(*in)
+		p.Files = slices.Clone(fileNames)
+		p.Files[fileHistory] = "history derived from " + wire.File
+	}
 	p.records(x)
 	p.EndUS = endOf(x)
 	b := &builder{p: p, lanes: map[string]*lane{}, sessionClient: map[string]string{}}

@@ -208,3 +208,22 @@ func wireCharges() []wire.Record {
 	recs = append(recs, wire.Record{N: 5, TUS: 40, Edge: wire.EdgeServer, Conn: 2, Kind: wire.KindClose, End: wire.EndRST, By: wire.SideClient})
 	return append(recs, call(6, 60, 3, "3")...)
 }
+
+// TestAClientWithoutHistoryIsDrawnFromTheWire: a client of the user's own
+// writes no history; its lane shows the calls the checker derived from the
+// wire's client edge, and the record view names where they came from.
+func TestAClientWithoutHistoryIsDrawnFromTheWire(t *testing.T) {
+	x, err := Load("testdata/byo-client-retries-blindly")
+	require.NoError(t, err)
+	require.Empty(t, x.Input.History, "the saved run has no history.jsonl")
+	x.Verdict = check.Judge(x.Input)
+	p := build(x)
+	calls := marksOf(p, kindCall)
+	require.Len(t, calls, 1, "one logical call, place_order for order-c1-1")
+	assert.Equal(t, "c1", p.Lanes[calls[0].Lane].Client)
+	assert.NotEmpty(t, marksOf(p, kindRetry), "its second invocation on a fresh session")
+	assert.Len(t, marksOf(p, kindSessionNew), 2)
+	assert.Equal(t, "history derived from "+wire.File, p.Files[fileHistory])
+	assert.Equal(t, fileNames[fileHistory], check.HistoryFile, "the shared list is left alone")
+	assert.NotEmpty(t, p.Records[fileHistory], "the derived records are there to be shown")
+}

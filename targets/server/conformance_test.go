@@ -501,12 +501,14 @@ func TestIdleTTLExpires(t *testing.T) {
 }
 
 func TestAttachedConnectionKeepsSessionAlive(t *testing.T) {
-	ts := startServer(t, Config{SessionTTL: 30 * time.Millisecond, Keepalive: 5 * time.Millisecond})
+	// The TTL leaves room for a loaded machine between the initialize and
+	// the GET that attaches; the keepalives then span over three TTLs.
+	ts := startServer(t, Config{SessionTTL: 300 * time.Millisecond, Keepalive: 25 * time.Millisecond})
 	sid, v := ts.initialize(t, mcpwire.Version20250618)
 	g := get(sid, v)
 	s := ts.open(t, g.method, g.h, "")
 	br := bufio.NewReader(s.resp.Body)
-	for keepalives := 0; keepalives < 20; { // 20 keepalives: over three TTLs
+	for keepalives := 0; keepalives < 40; { // 40 keepalives: over three TTLs
 		line, err := br.ReadString('\n')
 		require.NoError(t, err)
 		if line == ": keepalive\n" {

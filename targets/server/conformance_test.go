@@ -521,9 +521,11 @@ func TestAttachedConnectionKeepsSessionAlive(t *testing.T) {
 }
 
 func TestRunningToolDoesNotKeepSessionAlive(t *testing.T) {
-	ts := startServer(t, Config{SessionTTL: 30 * time.Millisecond})
+	// Room for a loaded machine between initialize and the call; the
+	// charge outlasts the TTL several times over.
+	ts := startServer(t, Config{SessionTTL: 200 * time.Millisecond})
 	sid, v := ts.initialize(t, mcpwire.Version20251125)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 10, "duration_ms": 300})
+	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 10, "duration_ms": 1000})
 	s.next(t) // priming: the call is running
 	s.cut()
 	closed := ts.waitRecord(t, sideeffects.KindSessionClosed, func(r sideeffects.Record) bool { return r.Session == sid })

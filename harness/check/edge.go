@@ -139,3 +139,60 @@ func streamLabel(x *exchange) string {
 	}
 	return "post"
 }
+
+// inExchangeOrder returns recs with every record of an exchange (response,
+// events, body end) after the request that opened it. The observer records
+// the two directions of a connection from two goroutines, each after
+// forwarding the bytes, so on a loaded machine a response can be recorded
+// before the request it answers (the request's record waits for its
+// goroutine while the server has already answered). Such records are held
+// back and placed right after their request; every other record keeps its
+// place. recs itself is returned when nothing is out of order.
+func inExchangeOrder(recs []wire.Record) []wire.Record {
+	type key struct {
+		edge    wire.Edge
+		conn, x int64
+	}
+	opened := map[key]bool{}
+	early := false
+	for i := range recs {
+		r := &recs[i]
+		if r.Exchange == 0 {
+			continue
+		}
+		k := key{r.Edge, r.Conn, r.Exchange}
+		if r.Kind == wire.KindRequest {
+			opened[k] = true
+		} else if !opened[k] {
+			early = true
+			break
+		}
+	}
+	if !early {
+		return recs
+	}
+	clear(opened)
+	out := make([]wire.Record, 0, len(recs))
+	pending := map[key][]wire.Record{}
+	var order []key
+	for _, r := range recs {
+		k := key{r.Edge, r.Conn, r.Exchange}
+		switch {
+		case r.Exchange == 0 || opened[k]:
+			out = append(out, r)
+		case r.Kind == wire.KindRequest:
+			opened[k] = true
+			out = append(append(out, r), pending[k]...)
+			delete(pending, k)
+		default:
+			if pending[k] == nil {
+				order = append(order, k)
+			}
+			pending[k] = append(pending[k], r)
+		}
+	}
+	for _, k := range order { // an exchange whose request was never recorded
+		out = append(out, pending[k]...)
+	}
+	return out
+}

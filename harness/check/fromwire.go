@@ -90,6 +90,7 @@ func ledgerFromWire(recs []wire.Record, ops Ops, kills []int64) []sideeffects.Re
 	d := &derivedLedger{
 		ops: ops, kills: kills, edge: newEdgeReader(), calls: map[StreamKey]*wireCall{}, closed: map[string]bool{},
 	}
+	recs = inExchangeOrder(recs)
 	for i := range recs {
 		r := &recs[i]
 		if r.Edge != wire.EdgeServer {

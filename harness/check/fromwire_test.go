@@ -366,3 +366,57 @@ func TestAForkTheWireCannotRuleOutIsNotADisagreement(t *testing.T) {
 	fork, _ = Judge(r.in).Result(NoSessionFork)
 	assert.Equal(t, Violated, fork.Status)
 }
+
+func TestInExchangeOrderPutsAnswersAfterTheirRequest(t *testing.T) {
+	req := func(n, conn int64) wire.Record {
+		return wire.Record{N: n, Edge: wire.EdgeServer, Conn: conn, Exchange: 1, Kind: wire.KindRequest}
+	}
+	ans := func(n, conn int64, kind wire.Kind) wire.Record {
+		return wire.Record{N: n, Edge: wire.EdgeServer, Conn: conn, Exchange: 1, Kind: kind}
+	}
+	open := func(n, conn int64) wire.Record {
+		return wire.Record{N: n, Edge: wire.EdgeServer, Conn: conn, Kind: wire.KindOpen}
+	}
+	other := func(r wire.Record) wire.Record { r.Edge = wire.EdgeClient; return r }
+	tests := []struct {
+		name string
+		in   []wire.Record
+		want []int64 // the n of each record, in the order returned
+	}{
+		{"in order", []wire.Record{open(1, 1), req(2, 1), ans(3, 1, wire.KindResponse), ans(4, 1, wire.KindEvent)}, []int64{1, 2, 3, 4}},
+		{"an answer recorded before its request",
+			[]wire.Record{open(1, 7), ans(2, 7, wire.KindResponse), ans(3, 7, wire.KindEvent), ans(4, 7, wire.KindBodyEnd), req(5, 7), open(6, 8)},
+			[]int64{1, 5, 2, 3, 4, 6}},
+		{"the same connection and exchange on the other edge is another exchange",
+			[]wire.Record{other(req(1, 7)), ans(2, 7, wire.KindResponse), req(3, 7)}, []int64{1, 3, 2}},
+		{"a request never recorded: the answers keep their place at the end",
+			[]wire.Record{ans(1, 9, wire.KindResponse), open(2, 1)}, []int64{2, 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int64
+			for _, r := range inExchangeOrder(tc.in) {
+				got = append(got, r.N)
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestLedgerFromWireReadsAResultRecordedBeforeItsResume(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", true).event("1", result("1", false))
+	w.at(1).post("sA", toolsCall("2", "charge", `{"order_id":"x"}`)).answer(200, "", true).event("3").cut()
+	w.at(2).get("sA", "3").answer(200, "", true).event("4", result("2", false))
+	// As a loaded observer records it: the answer before the request.
+	n := len(w.recs)
+	w.recs[n-3], w.recs[n-2], w.recs[n-1] = w.recs[n-2], w.recs[n-1], w.recs[n-3]
+	var results []sideeffects.Record
+	for _, r := range ledgerFromWire(w.recs, nil, nil) {
+		if r.Kind == sideeffects.KindResultWritten {
+			results = append(results, r)
+		}
+	}
+	require.Len(t, results, 1)
+	assert.Equal(t, int64(4), results[0].EventID, "the result crossed the edge on the resumed stream, as event 4")
+}

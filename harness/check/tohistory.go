@@ -67,6 +67,7 @@ func historyFromWire(recs []wire.Record, ops Ops) ([]history.Record, []int64) {
 	d := &derivedHistory{ops: ops, edge: newEdgeReader(), callOf: map[StreamKey]*edgeCall{}, byOp: map[string]*edgeCall{},
 		lost: map[string]bool{}, streams: map[exchangeKey]string{}}
 	var last wire.Record
+	recs = inExchangeOrder(recs)
 	for i := range recs {
 		r := &recs[i]
 		if r.Edge != wire.EdgeClient {

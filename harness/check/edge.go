@@ -142,12 +142,14 @@ func streamLabel(x *exchange) string {
 
 // inExchangeOrder returns recs with every record of an exchange (response,
 // events, body end) after the request that opened it. The observer records
-// the two directions of a connection from two goroutines, each after
-// forwarding the bytes, so on a loaded machine a response can be recorded
-// before the request it answers (the request's record waits for its
-// goroutine while the server has already answered). Such records are held
-// back and placed right after their request; every other record keeps its
-// place. recs itself is returned when nothing is out of order.
+// the two directions of a connection from two goroutines; the response's
+// waits for the request's record at most 10 ms (faults/observer's
+// pairWait), so as never to hold a server's bytes back longer, and on a
+// saturated machine the request's goroutine can take longer than that to
+// record what it has already passed on (14 ms in one loaded run: the answer
+// to a resume came first). Such records are held back and placed right
+// after their request; every other record keeps its place. recs itself is
+// returned when nothing is out of order.
 func inExchangeOrder(recs []wire.Record) []wire.Record {
 	type key struct {
 		edge    wire.Edge

@@ -24,9 +24,15 @@ type Engine struct {
 	clock runclock.Clock
 	fire  func(Firing)
 
-	mu     sync.Mutex
-	armed  []*armed
-	calls  map[exchangeKey]*inflight
+	mu    sync.Mutex
+	armed []*armed
+	calls map[exchangeKey]*inflight
+	// ended holds exchanges whose final answer was recorded before their
+	// request: the observer's response direction waits for the request's
+	// record only so long (faults/observer's pairWait), and on a saturated
+	// machine the answer can come first. Such a call is over when its
+	// request arrives.
+	ended  map[exchangeKey]bool
 	healed map[int]int64 // fault index to when it healed
 	timers []*time.Timer
 	closed bool
@@ -56,7 +62,7 @@ type inflight struct {
 // NewEngine returns an engine that times firings on clock and reports them
 // to fire.
 func NewEngine(clock runclock.Clock, fire func(Firing)) *Engine {
-	return &Engine{clock: clock, fire: fire, calls: map[exchangeKey]*inflight{}, healed: map[int]int64{}}
+	return &Engine{clock: clock, fire: fire, calls: map[exchangeKey]*inflight{}, ended: map[exchangeKey]bool{}, healed: map[int]int64{}}
 }
 
 // Arm adds a trigger. It evaluates what is observed from now on.
@@ -122,24 +128,36 @@ func (e *Engine) Observe(r *wire.Record) {
 	case wire.KindRequest:
 		out = e.request(r)
 	case wire.KindResponse:
-		if c := e.calls[exchangeKey{r.Edge, r.Conn, r.Exchange}]; c != nil && (r.Header == nil || !isSSE(r.Header.ContentType)) {
-			c.done = true
+		if r.Header == nil || !isSSE(r.Header.ContentType) {
+			e.end(exchangeKey{r.Edge, r.Conn, r.Exchange})
 		}
 	case wire.KindEvent:
 		out = e.event(r)
 	case wire.KindBodyEnd:
-		if c := e.calls[exchangeKey{r.Edge, r.Conn, r.Exchange}]; c != nil {
-			c.done = true
-		}
+		e.end(exchangeKey{r.Edge, r.Conn, r.Exchange})
 	case wire.KindClose:
 		for k, c := range e.calls {
 			if k.edge == r.Edge && k.conn == r.Conn {
 				c.done = true
 			}
 		}
+		for k := range e.ended {
+			if k.edge == r.Edge && k.conn == r.Conn {
+				delete(e.ended, k)
+			}
+		}
 	}
 	e.mu.Unlock()
 	e.report(out)
+}
+
+// end marks the exchange k answered in full; the lock is held.
+func (e *Engine) end(k exchangeKey) {
+	if c := e.calls[k]; c != nil {
+		c.done = true
+		return
+	}
+	e.ended[k] = true
 }
 
 func (e *Engine) report(out []Firing) {
@@ -163,8 +181,10 @@ func (e *Engine) request(r *wire.Record) []Firing {
 		}
 	}
 	if call != nil {
-		c := &inflight{tool: call.Tool, startUS: r.TUS, n: r.N}
-		e.calls[exchangeKey{r.Edge, r.Conn, r.Exchange}] = c
+		k := exchangeKey{r.Edge, r.Conn, r.Exchange}
+		c := &inflight{tool: call.Tool, startUS: r.TUS, n: r.N, done: e.ended[k]}
+		delete(e.ended, k)
+		e.calls[k] = c
 		e.watchCall(r, c, &out)
 	}
 	for _, a := range e.armed {

@@ -150,6 +150,20 @@ func TestEngineCallInFlight(t *testing.T) {
 	assert.Equal(t, []string{"long"}, rec.ids(), "the answered call did not fire it, and it fires once")
 }
 
+func TestEngineCallAnsweredBeforeItsRequestWasRecordedDoesNotFire(t *testing.T) {
+	rec := newRecorder()
+	e := NewEngine(runclock.Start(), rec.fire)
+	require.NoError(t, e.Arm(Trigger{ID: "x", Event: EventToolsCall, After: 20 * time.Millisecond}))
+	l := &wireLog{}
+	// A loaded observer recorded the JSON answer before the request it answers.
+	e.Observe(l.rec(wire.Record{Kind: wire.KindResponse, Conn: 1, Exchange: 1, Status: 200, Header: &wire.Header{ContentType: "application/json"}}))
+	e.Observe(l.rec(wire.Record{Kind: wire.KindRequest, Conn: 1, Exchange: 1, Method: "POST", Messages: call("2", "charge")}))
+	time.Sleep(60 * time.Millisecond)
+	e.Close()
+	f := <-rec.ch
+	assert.Equal(t, ErrClosed.Error(), f.Err, "a call already answered is not in flight")
+}
+
 func TestEngineCallEndedByCloseDoesNotFire(t *testing.T) {
 	rec := newRecorder()
 	e := NewEngine(runclock.Start(), rec.fire)

@@ -178,4 +178,3 @@ func freePort() (string, error) {
 	addr := l.Addr().String()
 	return addr, l.Close()
 }
-

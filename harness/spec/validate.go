@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/faults"
+	"github.com/chaosrun/chaosrun/harness/balancer"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/internal/dur"
 	"github.com/chaosrun/chaosrun/targets"
@@ -55,6 +56,7 @@ func (x *Experiment) applyDefaults() {
 	if _, set := x.nodes["server.session_ttl"]; !set {
 		x.Server.SessionTTL = dur.Duration(10 * time.Minute)
 	}
+	x.applyBalancerDefaults()
 	def(&x.Client.Target, targets.Resumable)
 	def(&x.Client.Cursor, "memory")
 	def(&x.Client.Protocol, mcpwire.LatestVersion)
@@ -93,6 +95,7 @@ func (x *Experiment) validate(ps *problems) {
 	}
 	x.validateServer(bad, oneOf)
 	x.validateClient(bad, oneOf)
+	x.validateBalancer(bad, oneOf)
 	x.validateWorkload(bad, oneOf)
 	x.validateFaults(bad, ps)
 	x.validateExpect(bad, oneOf)
@@ -365,6 +368,70 @@ func (x *Experiment) validateExpect(bad badFunc, oneOf oneOfFunc) {
 	}
 }
 
+// Nginx and HAProxy settings of the balancer: block, each valid for its
+// kind only.
+var (
+	nginxOnly   = []string{"proxy_read_timeout", "proxy_buffering", "keepalive_timeout"}
+	haproxyOnly = []string{"timeout_server", "timeout_client", "timeout_tunnel"}
+)
+
+// applyBalancerDefaults gives the balancer's unset settings their
+// defaults; a setting written as 0 is left for validation to refuse.
+func (x *Experiment) applyBalancerDefaults() {
+	b := x.Balancer
+	if b == nil {
+		return
+	}
+	if b.Balance == "" {
+		b.Balance = balancer.RoundRobin
+	}
+	set := func(knob string, d *dur.Duration, v time.Duration) {
+		if _, written := x.nodes["balancer."+knob]; !written {
+			*d = dur.Duration(v)
+		}
+	}
+	switch b.Kind {
+	case balancer.Nginx:
+		set("proxy_read_timeout", &b.ProxyReadTimeout, time.Minute)
+		set("keepalive_timeout", &b.KeepaliveTimeout, 75*time.Second)
+		if b.ProxyBuffering == nil {
+			b.ProxyBuffering = new(true)
+		}
+	case balancer.HAProxy:
+		set("timeout_server", &b.TimeoutServer, time.Minute)
+		set("timeout_client", &b.TimeoutClient, time.Minute)
+	}
+}
+
+func (x *Experiment) validateBalancer(bad badFunc, oneOf oneOfFunc) {
+	b := x.Balancer
+	if b == nil {
+		return
+	}
+	if _, set := x.nodes["balancer.kind"]; !set {
+		bad("balancer.kind", "is required: one of %s", strings.Join(balancer.Kinds, ", "))
+		return
+	}
+	oneOf("balancer.kind", b.Kind, balancer.Kinds)
+	oneOf("balancer.balance", b.Balance, balancer.Methods)
+	other := map[string][]string{balancer.Nginx: haproxyOnly, balancer.HAProxy: nginxOnly}
+	for _, knob := range other[b.Kind] {
+		if _, set := x.nodes["balancer."+knob]; set {
+			bad("balancer."+knob, "is not a setting of %s", b.Kind)
+		}
+	}
+	durations := []struct {
+		knob string
+		d    dur.Duration
+	}{{"proxy_read_timeout", b.ProxyReadTimeout}, {"keepalive_timeout", b.KeepaliveTimeout},
+		{"timeout_server", b.TimeoutServer}, {"timeout_client", b.TimeoutClient}, {"timeout_tunnel", b.TimeoutTunnel}}
+	for _, k := range durations {
+		if _, set := x.nodes["balancer."+k.knob]; set && k.d <= 0 {
+			bad("balancer."+k.knob, "must be positive, got %s", k.d)
+		}
+	}
+}
+
 // Node returns the YAML node of a field path, for callers that report
 // problems found after loading (nil if the field is not in the file).
 func (x *Experiment) Node(path string) *yaml.Node { return x.nodes[path] }
@@ -372,6 +439,10 @@ func (x *Experiment) Node(path string) *yaml.Node { return x.nodes[path] }
 // CheckRuntime reports, as an input error located at server.target, a
 // target the named runtime (local or docker) cannot run: target image runs
 // only on the docker runtime, which starts the image itself.
+//
+// A balancer runs only on the local runtime: no image of nginx or HAProxy
+// can be pulled on the machines chaosrun runs on, so the docker runtime
+// has none to start.
 func (x *Experiment) CheckRuntime(runtime string) error {
 	ps := &problems{file: x.Path}
 	if x.Server.Target == targets.Image && runtime != "docker" {
@@ -381,6 +452,11 @@ func (x *Experiment) CheckRuntime(runtime string) error {
 	if x.Server.Listen != "" && runtime == "docker" {
 		line, col := x.at("server.listen")
 		ps.add(line, col, "server.listen", "a fixed address runs only on the local runtime: in a container the server listens on $CHAOSRUN_LISTEN_ADDR (0.0.0.0:8080), or takes it by {addr} or {port}")
+	}
+	if x.Balancer != nil && runtime != "local" {
+		line, col := x.at("balancer")
+		ps.add(line, col, "balancer", "a balancer (%s) runs only on the local runtime (--runtime local), not on %s: the docker runtime has no image of it",
+			x.Balancer.Kind, runtime)
 	}
 	return ps.err()
 }

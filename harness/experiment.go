@@ -16,6 +16,7 @@ import (
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/faults/proxy"
 	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/harness/balancer"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/internal/runclock"
@@ -40,10 +41,11 @@ type experiment struct {
 	clock    runclock.Clock
 	progress func(format string, args ...any)
 	verbose  bool
-	procs    processes     // the agents by role, as the fault injector sees them too
-	observer *proxy.Client // the proxy agent's taps and triggers
-	endpoint string        // the MCP endpoint through the proxy, as the client sees it
-	partial  string        // why the records are incomplete (see salvage); empty when whole
+	procs    processes         // the agents by role, as the fault injector sees them too
+	observer *proxy.Client     // the proxy agent's taps and triggers
+	balancer *balancer.Process // between the server edge and the server; nil for none
+	endpoint string            // the MCP endpoint through the proxy, as the client sees it
+	partial  string            // why the records are incomplete (see salvage); empty when whole
 }
 
 // run executes the experiment and judges it. A returned error is a harness
@@ -179,6 +181,11 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 	if err := <-faultsDone; err != nil && !errors.Is(err, faults.ErrInjection) {
 		return 0, err
 	}
+	if b := e.plan.Balancer; b != nil {
+		if err := flog.Write(balancerEntry(b, len(e.plan.Faults), env.WorkloadStart, e.clock.Now())); err != nil {
+			return 0, err
+		}
+	}
 	e.progress("workload done; waiting for the server's tools to settle")
 	if err := e.settle(ctx, clientExit, kills.latest()); err != nil {
 		return 0, err
@@ -247,6 +254,9 @@ func (e *experiment) collect(ctx context.Context) error {
 // docker runtime does), once the experiment's folder holds it.
 func (e *experiment) closeRuntime() {
 	_ = e.rt.Close()
+	if e.balancer != nil {
+		_ = e.balancer.Close()
+	}
 	if exists(filepath.Join(e.dir, check.HistoryFile)) {
 		_ = os.Remove(filepath.Join(e.stateDir(agent.RoleClient), check.HistoryFile))
 	}

@@ -5,13 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
+	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/faults/proxy"
 	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/harness/balancer"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
@@ -95,20 +101,89 @@ func (e *experiment) startTopology(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	upstream := server.PeerAddr()
+	if e.plan.Balancer != nil {
+		if upstream, err = e.startBalancer(ctx, []string{upstream}); err != nil {
+			return err
+		}
+	}
 	proxy, err := e.start(ctx, agent.Spec{Role: agent.RoleProxy, Port: 8474})
 	if err != nil {
 		return err
 	}
-	return e.observe(ctx, server, proxy)
+	return e.observe(ctx, upstream, proxy)
+}
+
+// startBalancer starts the plan's balancer in front of the replicas at
+// upstreams, keeps its rendered configuration in the results and returns
+// the address it listens on. It is a child process of the runner on
+// loopback: CheckRuntime keeps it off other runtimes.
+func (e *experiment) startBalancer(ctx context.Context, upstreams []string) (string, error) {
+	b := e.plan.Balancer
+	e.progress("starting %s in front of %d replica(s)", b.Kind, len(upstreams))
+	cfg := balancerConfig(b, upstreams, e.stateDir(roleBalancer))
+	p, err := balancer.Start(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	e.balancer = p
+	if err := copyFile(p.ConfigPath(), filepath.Join(e.dir, cfg.FileName())); err != nil {
+		return "", fmt.Errorf("keep the %s configuration: %w", b.Kind, err)
+	}
+	if e.verbose {
+		e.progress("%s started: %s, configuration %s, log %s", b.Kind, p.Addr(), cfg.FileName(), p.LogPath())
+	}
+	return p.Addr(), nil
+}
+
+// roleBalancer names the balancer's folders; it is not an agent.
+const roleBalancer = "balancer"
+
+func balancerConfig(b *spec.BalancerPlan, upstreams []string, dir string) balancer.Config {
+	return balancer.Config{Kind: b.Kind, Upstreams: upstreams, Balance: b.Balance, Dir: dir,
+		ProxyReadTimeout: b.ProxyReadTimeout, ProxyBuffering: b.ProxyBuffering, KeepaliveTimeout: b.KeepaliveTimeout,
+		TimeoutServer: b.TimeoutServer, TimeoutClient: b.TimeoutClient, TimeoutTunnel: b.TimeoutTunnel}
+}
+
+// balancerEntry is the fault log's account of the balancer's timeouts: not
+// an injection but a standing condition of the topology, in force from the
+// workload's start to end. It is what cuts idle streams in an experiment
+// that puts a real balancer where the idle_timeout toxic would be, so it
+// counts for the fault_hit assumption like an injected fault.
+func balancerEntry(b *spec.BalancerPlan, index int, from, to time.Duration) faults.Entry {
+	params := map[string]any{"balance": b.Balance}
+	var timeouts []string
+	add := func(name string, d time.Duration) {
+		if d > 0 {
+			params[name] = d.String()
+			timeouts = append(timeouts, name+" "+d.String())
+		}
+	}
+	add("proxy_read_timeout", b.ProxyReadTimeout)
+	add("keepalive_timeout", b.KeepaliveTimeout)
+	add("timeout_server", b.TimeoutServer)
+	add("timeout_client", b.TimeoutClient)
+	add("timeout_tunnel", b.TimeoutTunnel)
+	return faults.Entry{Index: index, Kind: roleBalancer, Target: b.Kind, Params: params,
+		StartUS: from.Microseconds(), EndUS: to.Microseconds(),
+		Detail: "the balancer's own timeouts, in force for the whole workload: " + strings.Join(timeouts, ", ")}
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
 }
 
 // observe puts the fault proxy between the wire observer's two taps, all in
 // the proxy agent: the client connects to the client edge's tap, which
 // relays to Toxiproxy, which relays to the server edge's tap, which relays
-// to the server.
-func (e *experiment) observe(ctx context.Context, server, proxyAgent agent.Process) error {
+// to upstream: the server, or the balancer in front of it.
+func (e *experiment) observe(ctx context.Context, upstream string, proxyAgent agent.Process) error {
 	e.observer = proxy.NewClient(proxyAgent.URL())
-	tapServer, err := e.observer.Tap(ctx, wire.EdgeServer, "127.0.0.1:0", server.PeerAddr())
+	tapServer, err := e.observer.Tap(ctx, wire.EdgeServer, "127.0.0.1:0", upstream)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,81 @@
+package harness_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/harness"
+	"github.com/chaosrun/chaosrun/harness/balancer"
+	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/spec"
+)
+
+// needBalancers skips the test when nginx or HAProxy is not installed,
+// unless CHAOSRUN_REQUIRE_BALANCERS=1 (CI) makes that a failure.
+func needBalancers(t *testing.T) {
+	t.Helper()
+	for _, kind := range balancer.Kinds {
+		if _, err := balancer.Binary(kind); err != nil {
+			if os.Getenv("CHAOSRUN_REQUIRE_BALANCERS") == "1" {
+				t.Fatalf("CHAOSRUN_REQUIRE_BALANCERS=1: %v", err)
+			}
+			t.Skipf("skipped: %v", err)
+		}
+	}
+}
+
+// comparable is a verdict without what differs between two faithful runs
+// of one incident: the times, and the schedule (a toxic's window counts in
+// it, a balancer's standing timeout does not).
+func comparable(v *check.Verdict) (string, []string, check.Figures) {
+	f := v.Figures
+	f.WallMS, f.ScheduledMS, f.WorstReconnectMS = 0, 0, 0
+	return v.Verdict, v.Violations, f
+}
+
+// TestRealBalancersReachTheToxicsVerdict runs each incident three ways: with
+// the idle_timeout toxic, behind a real nginx and behind a real HAProxy
+// with the same 60 s (scaled) timeout. The imitation is faithful when all
+// three reach the same verdict, violations and figures.
+func TestRealBalancersReachTheToxicsVerdict(t *testing.T) {
+	needBalancers(t)
+	tests := []struct {
+		name  string
+		files []string // the toxic version first
+	}{
+		{"double charge", []string{"../experiments/double-charge-lb-idle.yaml",
+			"../experiments/balancer/double-charge-nginx.yaml", "../experiments/balancer/double-charge-haproxy.yaml"}},
+		{"keepalive defeats the timeout", []string{"../experiments/keepalive-defeats-idle-timeout.yaml",
+			"../experiments/balancer/keepalive-defeats-nginx.yaml", "../experiments/balancer/keepalive-defeats-haproxy.yaml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var plans []*spec.Plan
+			for _, f := range tt.files {
+				x, err := spec.Load(f)
+				require.NoError(t, err)
+				plans = append(plans, x.Plan(spec.Overrides{}))
+			}
+			run, err := harness.Execute(context.Background(), harness.Options{Out: t.TempDir(), Parallel: 2}, plans)
+			require.NoError(t, err)
+			for _, res := range run.Results {
+				require.Empty(t, res.Error, res.Name)
+				assert.True(t, res.Met, "%s: %v", res.Name, res.Reasons)
+			}
+			want, wantViolations, wantFigures := comparable(run.Results[0].Verdict)
+			for i, res := range run.Results[1:] {
+				got, violations, figures := comparable(res.Verdict)
+				assert.Equal(t, want, got, res.Name)
+				assert.Equal(t, wantViolations, violations, res.Name)
+				assert.Equal(t, wantFigures, figures, res.Name)
+				conf := balancer.Config{Kind: plans[i+1].Balancer.Kind}.FileName()
+				assert.FileExists(t, filepath.Join(res.Dir, conf), "the rendered configuration is kept with the results")
+			}
+		})
+	}
+}

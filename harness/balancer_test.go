@@ -79,3 +79,30 @@ func TestRealBalancersReachTheToxicsVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicaCrashSendsTheResumeElsewhere runs the replica experiments: with
+// replica 3 down, nginx sends the resumable client's resume to another
+// replica, which answers 404, and the naive client's retry lands there too.
+func TestReplicaCrashSendsTheResumeElsewhere(t *testing.T) {
+	needBalancers(t)
+	var plans []*spec.Plan
+	for _, f := range []string{"../experiments/balancer/replica-crash-naive.yaml", "../experiments/balancer/replica-crash-resumable.yaml"} {
+		x, err := spec.Load(f)
+		require.NoError(t, err)
+		plans = append(plans, x.Plan(spec.Overrides{}))
+	}
+	run, err := harness.Execute(context.Background(), harness.Options{Out: t.TempDir(), Parallel: 2}, plans)
+	require.NoError(t, err)
+	for _, res := range run.Results {
+		require.Empty(t, res.Error, res.Name)
+		assert.True(t, res.Met, "%s: %v", res.Name, res.Reasons)
+		for _, name := range []string{"server-1", "server-2", "server-3"} {
+			assert.FileExists(t, filepath.Join(res.Dir, "logs", name+".log"), "each replica is an agent of its own")
+		}
+		access, err := os.ReadFile(filepath.Join(res.Dir, "state", "balancer", "access.log"))
+		require.NoError(t, err)
+		assert.Regexp(t, `upstream=\S+, \S+`, string(access), "%s: a request was passed to a second replica after the first refused", res.Name)
+	}
+	resumable := run.Results[1].Verdict
+	assert.EqualValues(t, 1, resumable.Figures.CallsUnknown, "the 404 from the other replica is surfaced as an unknown outcome")
+}

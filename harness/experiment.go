@@ -44,6 +44,7 @@ type experiment struct {
 	procs    processes         // the agents by role, as the fault injector sees them too
 	observer *proxy.Client     // the proxy agent's taps and triggers
 	balancer *balancer.Process // between the server edge and the server; nil for none
+	replicas []agent.Process   // the server's replicas, in order; replicas[0] is "server" too
 	endpoint string            // the MCP endpoint through the proxy, as the client sees it
 	partial  string            // why the records are incomplete (see salvage); empty when whole
 }
@@ -104,22 +105,29 @@ func (e *experiment) stateDir(role string) string { return filepath.Join(e.dir, 
 // start starts the agent of spec, which gives its role, port, arguments
 // and ledger; start adds the run's clock and the agent's folders.
 func (e *experiment) start(ctx context.Context, spec agent.Spec) (agent.Process, error) {
+	return e.startAs(ctx, spec.Role, spec)
+}
+
+// startAs starts an agent under a name of its own (a server replica's
+// "server-2"), which names its folders, its log and the agent as faults
+// address it.
+func (e *experiment) startAs(ctx context.Context, name string, spec agent.Spec) (agent.Process, error) {
 	spec.Clock = e.clock
 	if e.verbose {
 		spec.Args = append(spec.Args, "-v")
 	}
-	spec.StateDir, spec.LogPath = e.stateDir(spec.Role), filepath.Join(e.logDir(), spec.Role+".log")
+	spec.StateDir, spec.LogPath = e.stateDir(name), filepath.Join(e.logDir(), name+".log")
 	spec.Serves = spec.Role != agent.RoleClient
 	p, err := e.rt.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
 	if e.verbose && spec.Serves {
-		e.progress("%s started: %s, log %s", spec.Role, p.URL(), spec.LogPath)
+		e.progress("%s started: %s, log %s", name, p.URL(), spec.LogPath)
 	} else if e.verbose {
-		e.progress("%s started, log %s", spec.Role, spec.LogPath)
+		e.progress("%s started, log %s", name, spec.LogPath)
 	}
-	e.procs.add(spec.Role, p)
+	e.procs.add(name, p)
 	return p, nil
 }
 
@@ -197,8 +205,12 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 // the experiment's deadline through ctx. killed is when the fault injector
 // last restarted or crashed the server (0 if never).
 func (e *experiment) settle(ctx context.Context, clientExit time.Time, killed time.Duration) error {
+	var status []string
+	for _, r := range e.replicas {
+		status = append(status, r.URL()+"/control/status")
+	}
 	s := &settler{
-		status:   e.procs.of(agent.RoleServer).URL() + "/control/status",
+		status:   status,
 		ledger:   sideeffects.NewClient(e.procs.of(agent.RoleLedger).URL()),
 		longest:  longestCall(e.plan),
 		killed:   killed,
@@ -225,8 +237,10 @@ func (e *experiment) collect(ctx context.Context) error {
 	if err := e.procs.of(agent.RoleClient).Stop(ctx, true); err != nil {
 		return fmt.Errorf("stop client: %w", err)
 	}
-	if err := e.procs.of(agent.RoleServer).Stop(ctx, true); err != nil {
-		return fmt.Errorf("stop server: %w", err)
+	for k, r := range e.replicas {
+		if err := r.Stop(ctx, true); err != nil {
+			return fmt.Errorf("stop %s: %w", replicaName(k+1, len(e.replicas)), err)
+		}
 	}
 	recs, err := sideeffects.NewClient(e.procs.of(agent.RoleLedger).URL()).Records(ctx)
 	if err != nil {

@@ -39,13 +39,13 @@ type processes struct {
 	procs map[string]agent.Process
 }
 
-func (p *processes) add(role string, proc agent.Process) {
+func (p *processes) add(name string, proc agent.Process) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.procs == nil {
 		p.procs = map[string]agent.Process{}
 	}
-	p.procs[role] = proc
+	p.procs[name] = proc
 }
 
 // of returns the agent of role, nil if it has not started.
@@ -89,21 +89,63 @@ func (p *processes) Resume(ctx context.Context, role string) error {
 	return proc.Resume(ctx)
 }
 
-// startTopology starts ledger, server and proxy, and creates the proxy
-// between client and server.
+// Kill and Start make processes a faults.Stopper: a crash that keeps a
+// replica down.
+func (p *processes) Kill(ctx context.Context, name string) error {
+	proc, err := p.get(name)
+	if err != nil {
+		return err
+	}
+	return proc.Stop(ctx, false)
+}
+
+func (p *processes) Start(ctx context.Context, name string) error {
+	proc, err := p.get(name)
+	if err != nil {
+		return err
+	}
+	return proc.Start(ctx)
+}
+
+var _ faults.Stopper = (*processes)(nil)
+
+// replicaName is the agent name of server replica k (1-based): "server"
+// for the only one, so a one-replica run keeps its folders as ever, and
+// "server-k" among several. Faults reach replica k as "server-k" either
+// way, and "server" is replica 1.
+func replicaName(k, replicas int) string {
+	if replicas == 1 {
+		return agent.RoleServer
+	}
+	return faults.AgentName(agent.RoleServer, k)
+}
+
+// startTopology starts ledger, server replicas, balancer and proxy, and
+// creates the proxy between client and server (or balancer).
 func (e *experiment) startTopology(ctx context.Context) error {
 	e.progress("starting ledger, server and proxy")
 	ledger, err := e.start(ctx, agent.Spec{Role: agent.RoleLedger, Port: 8080, Args: []string{"--store", ledgerState}})
 	if err != nil {
 		return err
 	}
-	server, err := e.start(ctx, serverSpec(e.plan, "http://"+ledger.PeerAddr()))
-	if err != nil {
-		return err
+	n := max(e.plan.Server.Replicas, 1)
+	var upstreams []string
+	for k := 1; k <= n; k++ {
+		name := replicaName(k, n)
+		server, err := e.startAs(ctx, name, serverSpec(e.plan, "http://"+ledger.PeerAddr()))
+		if err != nil {
+			return err
+		}
+		e.replicas = append(e.replicas, server)
+		e.procs.add(faults.AgentName(agent.RoleServer, k), server)
+		if k == 1 {
+			e.procs.add(agent.RoleServer, server)
+		}
+		upstreams = append(upstreams, server.PeerAddr())
 	}
-	upstream := server.PeerAddr()
+	upstream := upstreams[0]
 	if e.plan.Balancer != nil {
-		if upstream, err = e.startBalancer(ctx, []string{upstream}); err != nil {
+		if upstream, err = e.startBalancer(ctx, upstreams); err != nil {
 			return err
 		}
 	}

@@ -43,6 +43,7 @@ type Plan struct {
 // ServerPlan is the server's configuration at run scale.
 type ServerPlan struct {
 	Target          string
+	Replicas        int
 	RetentionEvents int
 	RetentionAge    time.Duration
 	OnUnresumable   string
@@ -90,7 +91,7 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 	f := p.TimeScale
 	s := x.Server
 	p.Server = ServerPlan{
-		Target: s.Target, RetentionEvents: s.RetentionEvents, RetentionAge: s.RetentionAge.Scale(f),
+		Target: s.Target, Replicas: s.Replicas, RetentionEvents: s.RetentionEvents, RetentionAge: s.RetentionAge.Scale(f),
 		OnUnresumable: s.OnUnresumable, EventStore: s.EventStore, SessionTTL: s.SessionTTL.Scale(f),
 		Keepalive: s.Keepalive.Scale(f), Retry: s.Retry.Scale(f), Command: s.Command, Listen: s.Listen, Image: s.Image,
 	}

@@ -36,6 +36,7 @@ type Experiment struct {
 // Server configures the MCP server under test.
 type Server struct {
 	Target          string       `yaml:"target"`           // reference (default) | go-sdk | mcp-go | command | image
+	Replicas        int          `yaml:"replicas"`         // default 1; more need a balancer
 	RetentionEvents int          `yaml:"retention_events"` // default 1000; 0 = unbounded
 	RetentionAge    dur.Duration `yaml:"retention_age"`    // 0 = no age limit
 	OnUnresumable   string       `yaml:"on_unresumable"`   // gone (default) | silent_head

@@ -50,6 +50,9 @@ func (x *Experiment) applyDefaults() {
 	def(&x.Server.Target, targets.Reference)
 	def(&x.Server.OnUnresumable, "gone")
 	def(&x.Server.EventStore, "memory")
+	if x.Server.Replicas == 0 {
+		x.Server.Replicas = 1
+	}
 	if _, set := x.nodes["server.retention_events"]; !set {
 		x.Server.RetentionEvents = 1000
 	}
@@ -109,6 +112,12 @@ func (x *Experiment) validateServer(bad badFunc, oneOf oneOfFunc) {
 	oneOf("server.target", s.Target, ServerTargets)
 	oneOf("server.on_unresumable", s.OnUnresumable, Unresumable)
 	oneOf("server.event_store", s.EventStore, EventStores)
+	switch {
+	case s.Replicas < 1 || s.Replicas > MaxReplicas:
+		bad("server.replicas", "must be between 1 and %d, got %d", MaxReplicas, s.Replicas)
+	case s.Replicas > 1 && x.Balancer == nil:
+		bad("server.replicas", "%d replicas need a balancer: block to spread the requests over them", s.Replicas)
+	}
 	if s.RetentionEvents < 0 {
 		bad("server.retention_events", "must be 0 (unbounded) or more, got %d", s.RetentionEvents)
 	}
@@ -144,6 +153,10 @@ func (x *Experiment) validateServer(bad badFunc, oneOf oneOfFunc) {
 		}
 	}
 }
+
+// MaxReplicas bounds server.replicas: each is a real process on a machine
+// shared with the rest of the run.
+const MaxReplicas = 9
 
 // sdkKnobs are the server knobs the SDK servers take besides the reference
 // server; a bring-your-own server takes none.
@@ -313,6 +326,9 @@ func (x *Experiment) validateFaults(bad badFunc, ps *problems) {
 			field, msg := splitField(err.Error())
 			bad(join(p+".params", field), "%s", msg)
 		}
+		if n := faultReplica(params); n > x.Server.Replicas {
+			bad(p+".params.replica", "the server has %d replica(s) (server.replicas), not %d", x.Server.Replicas, n)
+		}
 		if r := f.Repeat; r != nil {
 			if err := r.Validate(); err != nil {
 				field, msg := splitField(err.Error())
@@ -326,6 +342,20 @@ func (x *Experiment) validateFaults(bad badFunc, ps *problems) {
 			}
 		}
 	}
+}
+
+// faultReplica is the server replica a process fault addresses; 0 for
+// none.
+func faultReplica(p faults.Params) int {
+	switch p := p.(type) {
+	case *faults.Crash:
+		return p.Replica
+	case *faults.Restart:
+		return p.Replica
+	case *faults.Pause:
+		return p.Replica
+	}
+	return 0
 }
 
 // splitField splits a params validation message "idle: must be positive"

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"text/template"
 	"time"
+
+	"github.com/chaosrun/chaosrun/internal/daemon"
 )
 
 // Kinds of balancer.
@@ -32,7 +34,7 @@ var (
 )
 
 // ErrMissing is wrapped when the balancer's binary is not installed.
-var ErrMissing = errors.New("balancer binary not found")
+var ErrMissing = daemon.ErrMissing
 
 // Package is the Debian package holding a kind's binary.
 func Package(kind string) string { return kind }

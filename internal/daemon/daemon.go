@@ -1,0 +1,180 @@
+// Package daemon runs a third-party server binary (nginx, HAProxy,
+// redis-server) for one experiment: a child process in its own process
+// group, killed with its parent, listening on a loopback port, and ready
+// once that port accepts a connection. Its output goes to a log file.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrMissing is wrapped when a binary is not installed.
+var ErrMissing = errors.New("binary not found")
+
+// readyTimeout bounds how long a started daemon may take to accept
+// connections.
+const readyTimeout = 10 * time.Second
+
+// stopGrace is how long Close waits after SIGTERM before SIGKILL.
+const stopGrace = 5 * time.Second
+
+// Find returns the path of a binary. Debian puts server binaries in
+// /usr/sbin, which a non-root PATH may lack, so that is looked in too. A
+// missing binary is an error wrapping ErrMissing that names the Debian
+// package holding it.
+func Find(binary, pkg string) (string, error) {
+	if p, err := exec.LookPath(binary); err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/usr/local/sbin", "/sbin"} {
+		p := filepath.Join(dir, binary)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s is not installed (Debian: apt-get install %s)", ErrMissing, binary, pkg)
+}
+
+// Spec is one daemon to start.
+type Spec struct {
+	Name   string // names it in errors
+	Binary string // its path (see Find)
+	// Listen is the host:port it must listen on; empty takes a free
+	// loopback port.
+	Listen string
+	// Prepare, when set, runs before each launch with the address: to
+	// render a configuration that names it. Args are the daemon's
+	// arguments for the address.
+	Prepare func(addr string) error
+	Args    func(addr string) []string
+	Log     string   // receives its stdout and stderr, appended
+	Tail    []string // files whose end a start error quotes, besides Log
+}
+
+// Process is a running daemon. Close stops it; it is idempotent.
+type Process struct {
+	spec   Spec
+	addr   string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	once   sync.Once
+}
+
+// Addr is host:port the daemon listens on.
+func (p *Process) Addr() string { return p.addr }
+
+// Exited is closed once the daemon has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Start starts the daemon and returns once it accepts connections. A free
+// port is free only until the daemon binds it, so a start that loses it to
+// another process is tried again on another port.
+func Start(ctx context.Context, s Spec) (*Process, error) {
+	for attempt := 1; ; attempt++ {
+		addr := s.Listen
+		if addr == "" {
+			var err error
+			if addr, err = freePort(); err != nil {
+				return nil, fmt.Errorf("start %s: %w", s.Name, err)
+			}
+		}
+		p, err := launch(ctx, s, addr)
+		if err == nil || s.Listen != "" || attempt == 3 || ctx.Err() != nil {
+			return p, err
+		}
+	}
+}
+
+func launch(ctx context.Context, s Spec, addr string) (*Process, error) {
+	if s.Prepare != nil {
+		if err := s.Prepare(addr); err != nil {
+			return nil, err
+		}
+	}
+	logf, err := os.OpenFile(s.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	defer logf.Close() // the child has its own copy
+	p := &Process{spec: s, addr: addr, exited: make(chan struct{})}
+	p.cmd = exec.Command(s.Binary, s.Args(addr)...)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	if err := p.ready(ctx); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// ready waits until the daemon accepts a connection, or it exits.
+func (p *Process) ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	for {
+		conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", p.addr)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("start %s: it exited before listening on %s: %s", p.spec.Name, p.addr, p.tail())
+		case <-ctx.Done():
+			return fmt.Errorf("start %s: not listening on %s after %s (see %s)", p.spec.Name, p.addr, readyTimeout, p.spec.Log)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// tail is the end of the daemon's output, for an error.
+func (p *Process) tail() string {
+	var out []byte
+	for _, name := range append([]string{p.spec.Log}, p.spec.Tail...) {
+		b, _ := os.ReadFile(name)
+		out = append(out, b...)
+	}
+	s := strings.TrimSpace(string(out))
+	if len(s) > 600 {
+		s = "..." + s[len(s)-600:]
+	}
+	return s
+}
+
+// Close stops the daemon: SIGTERM, then SIGKILL after a grace period, and
+// waits for it to exit. Idempotent.
+func (p *Process) Close() error {
+	p.once.Do(func() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(stopGrace):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.exited
+		}
+	})
+	return nil
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
+}

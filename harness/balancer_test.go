@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,20 +13,28 @@ import (
 	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/balancer"
 	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/redisserver"
 	"github.com/chaosrun/chaosrun/harness/spec"
 )
 
-// needBalancers skips the test when nginx or HAProxy is not installed,
-// unless CHAOSRUN_REQUIRE_BALANCERS=1 (CI) makes that a failure.
+// needBalancers skips the test when nginx, HAProxy or redis-server is not
+// installed, unless CHAOSRUN_REQUIRE_BALANCERS=1 (CI) makes that a failure.
 func needBalancers(t *testing.T) {
 	t.Helper()
+	var missing []error
 	for _, kind := range balancer.Kinds {
 		if _, err := balancer.Binary(kind); err != nil {
-			if os.Getenv("CHAOSRUN_REQUIRE_BALANCERS") == "1" {
-				t.Fatalf("CHAOSRUN_REQUIRE_BALANCERS=1: %v", err)
-			}
-			t.Skipf("skipped: %v", err)
+			missing = append(missing, err)
 		}
+	}
+	if _, err := redisserver.Binary(); err != nil {
+		missing = append(missing, err)
+	}
+	if err := errors.Join(missing...); err != nil {
+		if os.Getenv("CHAOSRUN_REQUIRE_BALANCERS") == "1" {
+			t.Fatalf("CHAOSRUN_REQUIRE_BALANCERS=1: %v", err)
+		}
+		t.Skipf("skipped: %v", err)
 	}
 }
 
@@ -105,4 +114,31 @@ func TestReplicaCrashSendsTheResumeElsewhere(t *testing.T) {
 	}
 	resumable := run.Results[1].Verdict
 	assert.EqualValues(t, 1, resumable.Figures.CallsUnknown, "the 404 from the other replica is surfaced as an unknown outcome")
+}
+
+// TestSharedStoreHonoursTheResumeOnAnotherReplica runs the replica
+// experiments with the event store in a real Redis: a resume that lands on
+// another replica than the one that ran the call is served from the shared
+// journal, with no 404 and no new session.
+func TestSharedStoreHonoursTheResumeOnAnotherReplica(t *testing.T) {
+	needBalancers(t)
+	var plans []*spec.Plan
+	for _, f := range []string{"../experiments/balancer/replicas-redis-resume.yaml", "../experiments/balancer/replica-crash-redis.yaml"} {
+		x, err := spec.Load(f)
+		require.NoError(t, err)
+		plans = append(plans, x.Plan(spec.Overrides{}))
+	}
+	run, err := harness.Execute(context.Background(), harness.Options{Out: t.TempDir(), Parallel: 2}, plans)
+	require.NoError(t, err)
+	for _, res := range run.Results {
+		require.Empty(t, res.Error, res.Name)
+		assert.True(t, res.Met, "%s: %v", res.Name, res.Reasons)
+		f := res.Verdict.Figures
+		assert.EqualValues(t, 1, f.Sessions, "%s: the session survives the move to another replica", res.Name)
+		assert.GreaterOrEqual(t, f.Resumes, int64(1), res.Name)
+		aof, _ := filepath.Glob(filepath.Join(res.Dir, "state", "redis", "appendonly*"))
+		assert.NotEmpty(t, aof, "%s: redis keeps its data in the experiment's state folder", res.Name)
+	}
+	assert.EqualValues(t, 1, run.Results[0].Verdict.Figures.CallsOK, "the result written on one replica is read on another")
+	assert.EqualValues(t, 1, run.Results[1].Verdict.Figures.CallsUnknown, "the restarted replica resolves its call through the journal")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness/balancer"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/spec"
+	"github.com/chaosrun/chaosrun/internal/daemon"
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
@@ -45,6 +46,7 @@ type experiment struct {
 	observer *proxy.Client     // the proxy agent's taps and triggers
 	balancer *balancer.Process // between the server edge and the server; nil for none
 	replicas []agent.Process   // the server's replicas, in order; replicas[0] is "server" too
+	redis    *daemon.Process   // the replicas' shared store; nil for none
 	endpoint string            // the MCP endpoint through the proxy, as the client sees it
 	partial  string            // why the records are incomplete (see salvage); empty when whole
 }
@@ -270,6 +272,9 @@ func (e *experiment) closeRuntime() {
 	_ = e.rt.Close()
 	if e.balancer != nil {
 		_ = e.balancer.Close()
+	}
+	if e.redis != nil {
+		_ = e.redis.Close()
 	}
 	if exists(filepath.Join(e.dir, check.HistoryFile)) {
 		_ = os.Remove(filepath.Join(e.stateDir(agent.RoleClient), check.HistoryFile))

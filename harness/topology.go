@@ -19,6 +19,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/balancer"
 	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/redisserver"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets"
@@ -128,11 +129,23 @@ func (e *experiment) startTopology(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	redisAddr := ""
+	if e.plan.Server.EventStore == eventStoreRedis {
+		if redisAddr, err = e.startRedis(ctx); err != nil {
+			return err
+		}
+	}
 	n := max(e.plan.Server.Replicas, 1)
 	var upstreams []string
 	for k := 1; k <= n; k++ {
 		name := replicaName(k, n)
-		server, err := e.startAs(ctx, name, serverSpec(e.plan, "http://"+ledger.PeerAddr()))
+		spec := serverSpec(e.plan, "http://"+ledger.PeerAddr())
+		if redisAddr != "" {
+			// The owner is the replica's name, which its restarts keep:
+			// the calls it leaves pending are its own to resolve.
+			spec.Args = append(spec.Args, "--redis-addr", redisAddr, "--store-owner", faults.AgentName(agent.RoleServer, k))
+		}
+		server, err := e.startAs(ctx, name, spec)
 		if err != nil {
 			return err
 		}
@@ -180,6 +193,22 @@ func (e *experiment) startBalancer(ctx context.Context, upstreams []string) (str
 
 // roleBalancer names the balancer's folders; it is not an agent.
 const roleBalancer = "balancer"
+
+// eventStoreRedis is server.event_store for the replicas' shared store.
+const eventStoreRedis = "redis"
+
+// startRedis starts the redis-server the replicas share their journal in,
+// with its data in the experiment's state folder, and returns its address.
+// Like the balancer it is a child process of the runner on loopback.
+func (e *experiment) startRedis(ctx context.Context) (string, error) {
+	e.progress("starting redis-server (the replicas' shared event store)")
+	p, err := redisserver.Start(ctx, e.stateDir("redis"))
+	if err != nil {
+		return "", err
+	}
+	e.redis = p
+	return p.Addr(), nil
+}
 
 func balancerConfig(b *spec.BalancerPlan, upstreams []string, dir string) balancer.Config {
 	return balancer.Config{Kind: b.Kind, Upstreams: upstreams, Balance: b.Balance, Dir: dir,

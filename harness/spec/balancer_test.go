@@ -77,3 +77,15 @@ func TestBalancerRunsOnlyOnTheLocalRuntime(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.Contains(t, err.Error(), "x.yaml:11:11: balancer: a balancer (haproxy) runs only on the local runtime")
 }
+
+func TestRedisStoreRunsOnlyOnTheLocalRuntime(t *testing.T) {
+	src := strings.Replace(withBalancer("balancer: {kind: nginx}\n"), "  retention_events: 100\n", "  retention_events: 100\n  replicas: 2\n  event_store: redis\n", 1)
+	x, err := Parse("x.yaml", []byte(src))
+	require.NoError(t, err)
+	assert.Equal(t, "redis", x.Plan(Overrides{}).Server.EventStore)
+	require.NoError(t, x.CheckRuntime("local"))
+	err = x.CheckRuntime("docker")
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "x.yaml:8:16: server.event_store: redis runs only on the local runtime")
+	assert.Contains(t, err.Error(), "balancer: a balancer (nginx) runs only on the local runtime")
+}

@@ -25,7 +25,7 @@ var (
 	ServerTargets = []string{targets.Reference, targets.GoSDK, targets.MCPGo, targets.Command, targets.Image}
 	ClientTargets = []string{targets.Resumable, targets.Naive, targets.GoSDK, targets.MCPGo, targets.Command}
 	Unresumable   = []string{"gone", "silent_head"}
-	EventStores   = []string{"memory", "file"}
+	EventStores   = []string{"memory", "file", "redis"}
 	Cursors       = []string{"memory", "file"}
 	Verdicts      = []string{"pass", "fail", "inconclusive"}
 	Tools         = []string{mcpwire.ToolCharge, mcpwire.ToolChatty}
@@ -482,6 +482,10 @@ func (x *Experiment) CheckRuntime(runtime string) error {
 	if x.Server.Listen != "" && runtime == "docker" {
 		line, col := x.at("server.listen")
 		ps.add(line, col, "server.listen", "a fixed address runs only on the local runtime: in a container the server listens on $CHAOSRUN_LISTEN_ADDR (0.0.0.0:8080), or takes it by {addr} or {port}")
+	}
+	if x.Server.EventStore == "redis" && runtime != "local" {
+		line, col := x.at("server.event_store")
+		ps.add(line, col, "server.event_store", "redis runs only on the local runtime (--runtime local), not on %s: the docker runtime has no image of it", runtime)
 	}
 	if x.Balancer != nil && runtime != "local" {
 		line, col := x.at("balancer")

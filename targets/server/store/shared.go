@@ -35,7 +35,7 @@ type Shared interface {
 }
 
 // tailBlock is how long the tailer waits on the shared journal per read.
-const tailBlock = 100 * time.Millisecond
+const tailBlock = 20 * time.Millisecond
 
 // sharedState is a store's part in a shared journal.
 type sharedState struct {

@@ -142,3 +142,23 @@ func TestSharedStoreHonoursTheResumeOnAnotherReplica(t *testing.T) {
 	assert.EqualValues(t, 1, run.Results[0].Verdict.Figures.CallsOK, "the result written on one replica is read on another")
 	assert.EqualValues(t, 1, run.Results[1].Verdict.Figures.CallsUnknown, "the restarted replica resolves its call through the journal")
 }
+
+// TestHAProxyHoldsToTheReplicaItHashesTo runs the replica crash behind
+// HAProxy: until its health check marks the replica down, balance source
+// keeps choosing it, so the resume meets 503 (connection refused) and then
+// the 404 of the restarted, empty replica 3, and never another replica.
+func TestHAProxyHoldsToTheReplicaItHashesTo(t *testing.T) {
+	needBalancers(t)
+	x, err := spec.Load("../experiments/balancer/replica-crash-haproxy.yaml")
+	require.NoError(t, err)
+	run, err := harness.Execute(context.Background(), harness.Options{Out: t.TempDir()}, []*spec.Plan{x.Plan(spec.Overrides{})})
+	require.NoError(t, err)
+	res := run.Results[0]
+	require.Empty(t, res.Error)
+	assert.True(t, res.Met, res.Reasons)
+	log, err := os.ReadFile(filepath.Join(res.Dir, "state", "balancer", "haproxy.log"))
+	require.NoError(t, err)
+	assert.Regexp(t, `replicas/replica3 \S+ 503 .*"GET /mcp`, string(log), "the resume is refused while replica 3 is down")
+	assert.Regexp(t, `replicas/replica3 \S+ 404 .*"GET /mcp`, string(log), "and answered 404 once it is back")
+	assert.NotRegexp(t, `replicas/replica[12] .*"GET /mcp`, string(log), "no GET went elsewhere")
+}

@@ -9,8 +9,9 @@ import (
 )
 
 // Roles of the agents a process fault can target. The proxy is not one:
-// it holds the fault state itself.
-var roles = []string{"server", "client", "ledger"}
+// it holds the fault state itself. redis is the replicas' shared store
+// (event_store: redis), a process the runner starts like an agent.
+var roles = []string{"server", "client", "ledger", "redis"}
 
 func validRole(role string) error {
 	return oneOf("role", role, roles...)

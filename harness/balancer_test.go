@@ -119,11 +119,13 @@ func TestReplicaCrashSendsTheResumeElsewhere(t *testing.T) {
 // TestSharedStoreHonoursTheResumeOnAnotherReplica runs the replica
 // experiments with the event store in a real Redis: a resume that lands on
 // another replica than the one that ran the call is served from the shared
-// journal, with no 404 and no new session.
+// journal, with no 404 and no new session, even after redis-server itself
+// was killed and started again.
 func TestSharedStoreHonoursTheResumeOnAnotherReplica(t *testing.T) {
 	needBalancers(t)
 	var plans []*spec.Plan
-	for _, f := range []string{"../experiments/balancer/replicas-redis-resume.yaml", "../experiments/balancer/replica-crash-redis.yaml"} {
+	for _, f := range []string{"../experiments/balancer/replicas-redis-resume.yaml", "../experiments/balancer/replica-crash-redis.yaml",
+		"../experiments/balancer/redis-crash-journal-survives.yaml"} {
 		x, err := spec.Load(f)
 		require.NoError(t, err)
 		plans = append(plans, x.Plan(spec.Overrides{}))

@@ -36,8 +36,29 @@ const ledgerState = "ledger.log"
 // start are in place before the client starts), so it is locked. The zero
 // value is empty and ready.
 type processes struct {
-	mu    sync.Mutex
-	procs map[string]agent.Process
+	mu      sync.Mutex
+	procs   map[string]agent.Process
+	daemons map[string]faultable // processes the runner started that are not agents (redis)
+}
+
+// faultable is what process faults need of a process: an agent, or a
+// daemon such as redis-server.
+type faultable interface {
+	Restart(ctx context.Context, graceful bool) error
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+	Stop(ctx context.Context, graceful bool) error
+	Start(ctx context.Context) error
+}
+
+// addDaemon makes a daemon a target of process faults under name.
+func (p *processes) addDaemon(name string, d faultable) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.daemons == nil {
+		p.daemons = map[string]faultable{}
+	}
+	p.daemons[name] = d
 }
 
 func (p *processes) add(name string, proc agent.Process) {
@@ -56,14 +77,16 @@ func (p *processes) of(role string) agent.Process {
 	return p.procs[role]
 }
 
-func (p *processes) get(role string) (agent.Process, error) {
+func (p *processes) get(role string) (faultable, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	proc, ok := p.procs[role]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", agent.ErrNotRunning, role)
+	if proc, ok := p.procs[role]; ok {
+		return proc, nil
 	}
-	return proc, nil
+	if d, ok := p.daemons[role]; ok {
+		return d, nil
+	}
+	return nil, fmt.Errorf("%w: %s", agent.ErrNotRunning, role)
 }
 
 func (p *processes) Restart(ctx context.Context, role string, graceful bool) error {
@@ -194,8 +217,12 @@ func (e *experiment) startBalancer(ctx context.Context, upstreams []string) (str
 // roleBalancer names the balancer's folders; it is not an agent.
 const roleBalancer = "balancer"
 
-// eventStoreRedis is server.event_store for the replicas' shared store.
-const eventStoreRedis = "redis"
+// eventStoreRedis is server.event_store for the replicas' shared store,
+// and roleRedis the name process faults reach redis-server by.
+const (
+	eventStoreRedis = "redis"
+	roleRedis       = "redis"
+)
 
 // startRedis starts the redis-server the replicas share their journal in,
 // with its data in the experiment's state folder, and returns its address.
@@ -207,6 +234,7 @@ func (e *experiment) startRedis(ctx context.Context) (string, error) {
 		return "", err
 	}
 	e.redis = p
+	e.procs.addDaemon(roleRedis, p)
 	return p.Addr(), nil
 }
 

@@ -35,4 +35,19 @@ func TestStartKeepsItsDataInTheFolder(t *testing.T) {
 	assert.Equal(t, []string{`{"op":"key","key":"k"}`}, got)
 	matches, _ := filepath.Glob(filepath.Join(dir, "appendonly*"))
 	assert.NotEmpty(t, matches, "the append-only file is in the experiment's folder")
+
+	// A crash (SIGKILL) loses nothing appended: every write was fsync'd.
+	addr := p.Addr()
+	require.NoError(t, p.Restart(ctx, false))
+	assert.Equal(t, addr, p.Addr(), "restarted on its address")
+	again, err := store.DialRedis(ctx, p.Addr(), store.RedisKey)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = again.Close() })
+	got = nil
+	require.NoError(t, again.Read(ctx, 0, func(b []byte) error { got = append(got, string(b)); return nil }))
+	assert.Equal(t, []string{`{"op":"key","key":"k"}`}, got)
+
+	require.NoError(t, p.Pause(ctx))
+	require.NoError(t, p.Resume(ctx))
+	require.NoError(t, again.Append(ctx, []byte(`{"op":"unkey","key":"k"}`)), "thawed, it serves again")
 }

@@ -31,6 +31,8 @@ func TestReplicas(t *testing.T) {
 		{"too many", strings.Replace(three, "replicas: 3", "replicas: 10", 1), "server.replicas: must be between 1 and 9, got 10"},
 		{"a replica the server lacks", strings.Replace(crash, "replica: 3", "replica: 4", 1),
 			"faults[0].params.replica: the server has 3 replica(s) (server.replicas), not 4"},
+		{"redis without the redis store", strings.Replace(crash, "role: server, replica: 3", "role: redis", 1),
+			"faults[0].params.role: redis runs only with server.event_store: redis (it is memory)"},
 		{"a replica of the client", strings.Replace(crash, "role: server, replica: 3", "role: client, replica: 1", 1),
 			"faults[0].params.replica: only the server has replicas, not the client"},
 	}

@@ -326,6 +326,9 @@ func (x *Experiment) validateFaults(bad badFunc, ps *problems) {
 			field, msg := splitField(err.Error())
 			bad(join(p+".params", field), "%s", msg)
 		}
+		if role := faultRole(params); role == "redis" && x.Server.EventStore != "redis" {
+			bad(p+".params.role", "redis runs only with server.event_store: redis (it is %s)", x.Server.EventStore)
+		}
 		if n := faultReplica(params); n > x.Server.Replicas {
 			bad(p+".params.replica", "the server has %d replica(s) (server.replicas), not %d", x.Server.Replicas, n)
 		}
@@ -356,6 +359,19 @@ func faultReplica(p faults.Params) int {
 		return p.Replica
 	}
 	return 0
+}
+
+// faultRole is the role a process fault addresses; "" for none.
+func faultRole(p faults.Params) string {
+	switch p := p.(type) {
+	case *faults.Crash:
+		return p.Role
+	case *faults.Restart:
+		return p.Role
+	case *faults.Pause:
+		return p.Role
+	}
+	return ""
 }
 
 // splitField splits a params validation message "idle: must be positive"

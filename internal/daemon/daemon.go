@@ -61,20 +61,27 @@ type Spec struct {
 	Tail    []string // files whose end a start error quotes, besides Log
 }
 
-// Process is a running daemon. Close stops it; it is idempotent.
+// Process is a running daemon, across restarts. Close stops it for good;
+// it is idempotent.
 type Process struct {
-	spec   Spec
-	addr   string
+	spec Spec
+	addr string
+
+	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
-	once   sync.Once
+	closed bool
 }
 
-// Addr is host:port the daemon listens on.
+// Addr is host:port the daemon listens on, kept across restarts.
 func (p *Process) Addr() string { return p.addr }
 
-// Exited is closed once the daemon has exited.
-func (p *Process) Exited() <-chan struct{} { return p.exited }
+// Exited is closed once the current incarnation has exited.
+func (p *Process) Exited() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exited
+}
 
 // Start starts the daemon and returns once it accepts connections. A free
 // port is free only until the daemon binds it, so a start that loses it to
@@ -101,28 +108,47 @@ func launch(ctx context.Context, s Spec, addr string) (*Process, error) {
 			return nil, err
 		}
 	}
-	logf, err := os.OpenFile(s.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", s.Name, err)
-	}
-	defer logf.Close() // the child has its own copy
-	p := &Process{spec: s, addr: addr, exited: make(chan struct{})}
-	p.cmd = exec.Command(s.Binary, s.Args(addr)...)
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", s.Name, err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	if err := p.ready(ctx); err != nil {
-		_ = p.Close()
+	p := &Process{spec: s, addr: addr}
+	if err := p.Start(ctx); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
+// Start starts a new incarnation of a stopped daemon on the same address
+// and waits until it accepts connections.
+func (p *Process) Start(ctx context.Context) error {
+	s := p.spec
+	logf, err := os.OpenFile(s.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	defer logf.Close() // the child has its own copy
+	cmd := exec.Command(s.Binary, s.Args(p.addr)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return fmt.Errorf("start %s: closed", s.Name)
+	}
+	if err := cmd.Start(); err != nil {
+		p.mu.Unlock()
+		return fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	exited := make(chan struct{})
+	p.cmd, p.exited = cmd, exited
+	p.mu.Unlock()
+	go func() { _ = cmd.Wait(); close(exited) }()
+	if err := p.ready(ctx, exited); err != nil {
+		_ = p.Stop(context.Background(), false)
+		return err
+	}
+	return nil
+}
+
 // ready waits until the daemon accepts a connection, or it exits.
-func (p *Process) ready(ctx context.Context) error {
+func (p *Process) ready(ctx context.Context, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	for {
@@ -132,7 +158,7 @@ func (p *Process) ready(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-p.exited:
+		case <-exited:
 			return fmt.Errorf("start %s: it exited before listening on %s: %s", p.spec.Name, p.addr, p.tail())
 		case <-ctx.Done():
 			return fmt.Errorf("start %s: not listening on %s after %s (see %s)", p.spec.Name, p.addr, readyTimeout, p.spec.Log)
@@ -155,19 +181,62 @@ func (p *Process) tail() string {
 	return s
 }
 
-// Close stops the daemon: SIGTERM, then SIGKILL after a grace period, and
-// waits for it to exit. Idempotent.
-func (p *Process) Close() error {
-	p.once.Do(func() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+// Stop ends the current incarnation: SIGTERM and up to a grace period
+// (or until ctx ends) when graceful, then SIGKILL; it waits for the exit.
+// A stopped daemon can be started again.
+func (p *Process) Stop(ctx context.Context, graceful bool) error {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	pgid := -cmd.Process.Pid
+	_ = syscall.Kill(pgid, syscall.SIGCONT) // a paused daemon cannot handle SIGTERM
+	if graceful {
+		_ = syscall.Kill(pgid, syscall.SIGTERM)
 		select {
-		case <-p.exited:
+		case <-exited:
+			return nil
 		case <-time.After(stopGrace):
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-			<-p.exited
+		case <-ctx.Done():
 		}
-	})
+	}
+	_ = syscall.Kill(pgid, syscall.SIGKILL)
+	<-exited
 	return nil
+}
+
+// Restart stops the daemon (see Stop) and starts it again on its address.
+func (p *Process) Restart(ctx context.Context, graceful bool) error {
+	if err := p.Stop(ctx, graceful); err != nil {
+		return err
+	}
+	return p.Start(ctx)
+}
+
+// Pause freezes the daemon's process group (SIGSTOP); Resume thaws it.
+func (p *Process) Pause(context.Context) error { return p.signal(syscall.SIGSTOP) }
+
+// Resume thaws a paused daemon.
+func (p *Process) Resume(context.Context) error { return p.signal(syscall.SIGCONT) }
+
+func (p *Process) signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	select {
+	case <-exited:
+		return fmt.Errorf("%s: not running", p.spec.Name)
+	default:
+	}
+	return syscall.Kill(-cmd.Process.Pid, sig)
+}
+
+// Close stops the daemon for good, gracefully, and waits for it to exit.
+// Later Starts fail. Idempotent.
+func (p *Process) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	return p.Stop(context.Background(), true)
 }
 
 func freePort() (string, error) {

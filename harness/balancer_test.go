@@ -47,10 +47,11 @@ func comparable(v *check.Verdict) (string, []string, check.Figures) {
 	return v.Verdict, v.Violations, f
 }
 
-// TestRealBalancersReachTheToxicsVerdict runs each incident three ways: with
-// the idle_timeout toxic, behind a real nginx and behind a real HAProxy
-// with the same 60 s (scaled) timeout. The imitation is faithful when all
-// three reach the same verdict, violations and figures.
+// TestRealBalancersReachTheToxicsVerdict runs each incident with the
+// idle_timeout toxic, behind a real nginx and behind a real HAProxy with
+// the same 60 s (scaled) timeout (and the double charge on three nginx
+// replicas too). The imitation is faithful when all reach the same
+// verdict, violations and figures.
 func TestRealBalancersReachTheToxicsVerdict(t *testing.T) {
 	needBalancers(t)
 	tests := []struct {
@@ -58,7 +59,8 @@ func TestRealBalancersReachTheToxicsVerdict(t *testing.T) {
 		files []string // the toxic version first
 	}{
 		{"double charge", []string{"../experiments/double-charge-lb-idle.yaml",
-			"../experiments/balancer/double-charge-nginx.yaml", "../experiments/balancer/double-charge-haproxy.yaml"}},
+			"../experiments/balancer/double-charge-nginx.yaml", "../experiments/balancer/double-charge-haproxy.yaml",
+			"../experiments/balancer/replicas-double-charge-naive.yaml"}},
 		{"keepalive defeats the timeout", []string{"../experiments/keepalive-defeats-idle-timeout.yaml",
 			"../experiments/balancer/keepalive-defeats-nginx.yaml", "../experiments/balancer/keepalive-defeats-haproxy.yaml"}},
 	}

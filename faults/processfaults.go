@@ -9,9 +9,11 @@ import (
 )
 
 // Roles of the agents a process fault can target. The proxy is not one:
-// it holds the fault state itself. redis is the replicas' shared store
-// (event_store: redis), a process the runner starts like an agent.
-var roles = []string{"server", "client", "ledger", "redis"}
+// it holds the fault state itself. balancer (nginx, HAProxy) and redis
+// (event_store: redis) are processes the runner starts besides the agents;
+// a graceful restart of the balancer drains it (nginx's SIGQUIT, HAProxy's
+// soft stop) before it starts again.
+var roles = []string{"server", "client", "ledger", "balancer", "redis"}
 
 func validRole(role string) error {
 	return oneOf("role", role, roles...)

@@ -166,3 +166,23 @@ func TestHAProxyHoldsToTheReplicaItHashesTo(t *testing.T) {
 	assert.Regexp(t, `replicas/replica3 \S+ 404 .*"GET /mcp`, string(log), "and answered 404 once it is back")
 	assert.NotRegexp(t, `replicas/replica[12] .*"GET /mcp`, string(log), "no GET went elsewhere")
 }
+
+// TestBalancerCrash kills nginx itself mid-charge: the resumable client
+// resumes through the restarted balancer, the naive one charges twice.
+func TestBalancerCrash(t *testing.T) {
+	needBalancers(t)
+	var plans []*spec.Plan
+	for _, f := range []string{"../experiments/balancer/balancer-crash-resumable.yaml", "../experiments/balancer/balancer-crash-naive.yaml"} {
+		x, err := spec.Load(f)
+		require.NoError(t, err)
+		plans = append(plans, x.Plan(spec.Overrides{}))
+	}
+	run, err := harness.Execute(context.Background(), harness.Options{Out: t.TempDir(), Parallel: 2}, plans)
+	require.NoError(t, err)
+	for _, res := range run.Results {
+		require.Empty(t, res.Error, res.Name)
+		assert.True(t, res.Met, "%s: %v", res.Name, res.Reasons)
+	}
+	assert.EqualValues(t, 1, run.Results[0].Verdict.Figures.Resumes)
+	assert.EqualValues(t, 1, run.Results[1].Verdict.Figures.Duplicates)
+}

@@ -205,6 +205,7 @@ func (e *experiment) startBalancer(ctx context.Context, upstreams []string) (str
 		return "", err
 	}
 	e.balancer = p
+	e.procs.addDaemon(roleBalancer, p)
 	if err := copyFile(p.ConfigPath(), filepath.Join(e.dir, cfg.FileName())); err != nil {
 		return "", fmt.Errorf("keep the %s configuration: %w", b.Kind, err)
 	}
@@ -214,7 +215,8 @@ func (e *experiment) startBalancer(ctx context.Context, upstreams []string) (str
 	return p.Addr(), nil
 }
 
-// roleBalancer names the balancer's folders; it is not an agent.
+// roleBalancer names the balancer's folders and the balancer as process
+// faults reach it; it is not an agent.
 const roleBalancer = "balancer"
 
 // eventStoreRedis is server.event_store for the replicas' shared store,

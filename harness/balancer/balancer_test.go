@@ -173,3 +173,48 @@ func TestStartFailsWithTheBalancersWords(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "exited before listening")
 }
+
+// TestGracefulStop stops each balancer gracefully while a stream runs
+// through it. HAProxy's soft stop lets the stream end as the upstream ends
+// it; nginx in single-process mode (master_process off) exits at once,
+// cutting it. Either starts again on the same address.
+func TestGracefulStop(t *testing.T) {
+	tests := []struct {
+		kind   string
+		drains bool
+	}{
+		{Nginx, false},
+		{HAProxy, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind, func(t *testing.T) {
+			need(t, tt.kind)
+			done := make(chan bool, 1)
+			up := httptest.NewServer(stream(100*time.Millisecond, 800*time.Millisecond, done))
+			t.Cleanup(up.Close)
+			cfg := Config{Kind: tt.kind, Upstreams: []string{up.Listener.Addr().String()}, Dir: t.TempDir(),
+				ProxyReadTimeout: 10 * time.Second, TimeoutServer: 10 * time.Second, TimeoutClient: 10 * time.Second}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			t.Cleanup(cancel)
+			p, err := Start(ctx, cfg)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = p.Close() })
+			res, err := http.Get("http://" + p.Addr() + "/mcp")
+			require.NoError(t, err)
+			defer res.Body.Close()
+			stopped := make(chan error, 1)
+			go func() { stopped <- p.Stop(ctx, true) }()
+			body, err := io.ReadAll(res.Body)
+			if tt.drains {
+				require.NoError(t, err, "the stream in progress is not cut")
+				assert.Contains(t, string(body), `"done":true`)
+			} else {
+				require.Error(t, err, "the stream is cut")
+			}
+			require.NoError(t, <-stopped)
+			addr := p.Addr()
+			require.NoError(t, p.Start(ctx))
+			assert.Equal(t, addr, p.Addr())
+		})
+	}
+}

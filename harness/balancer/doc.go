@@ -11,5 +11,7 @@
 // idle_timeout toxic imitates.
 //
 // nginx runs with master_process off: one process, no workers to orphan
-// when it is killed, and no reload (a reload fault needs the master).
+// when it is killed, and no reload or drain: its graceful stop (SIGQUIT)
+// exits at once, cutting what it serves. HAProxy's graceful stop (SIGUSR1,
+// a soft stop) lets the connections in progress finish.
 package balancer

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/chaosrun/chaosrun/internal/daemon"
 )
@@ -50,7 +51,8 @@ func Start(ctx context.Context, c Config) (*Process, error) {
 			p.cfg.Listen = addr
 			return renderFile(p.cfg)
 		},
-		Args: func(string) []string { return args(p.cfg, configPath(p.cfg)) },
+		Args:     func(string) []string { return args(p.cfg, configPath(p.cfg)) },
+		Graceful: graceful(c.Kind),
 	})
 	if err != nil {
 		return nil, err
@@ -68,6 +70,15 @@ func renderFile(c Config) error {
 		return err
 	}
 	return f.Close()
+}
+
+// graceful is the kind's graceful shutdown signal: stop accepting, let the
+// connections in progress finish (nginx's SIGQUIT, HAProxy's soft stop).
+func graceful(kind string) syscall.Signal {
+	if kind == HAProxy {
+		return syscall.SIGUSR1
+	}
+	return syscall.SIGQUIT
 }
 
 func args(c Config, conf string) []string {

@@ -33,6 +33,9 @@ func TestReplicas(t *testing.T) {
 			"faults[0].params.replica: the server has 3 replica(s) (server.replicas), not 4"},
 		{"redis without the redis store", strings.Replace(crash, "role: server, replica: 3", "role: redis", 1),
 			"faults[0].params.role: redis runs only with server.event_store: redis (it is memory)"},
+		{"a balancer fault without a balancer", strings.Replace(good, "  - {kind: idle_timeout, at: 0s, params: {idle: 60s, close: reset}}",
+			"  - {kind: crash, at: 30s, params: {role: balancer}}", 1),
+			"faults[0].params.role: there is no balancer: add a balancer: block"},
 		{"a replica of the client", strings.Replace(crash, "role: server, replica: 3", "role: client, replica: 1", 1),
 			"faults[0].params.replica: only the server has replicas, not the client"},
 	}

@@ -326,8 +326,11 @@ func (x *Experiment) validateFaults(bad badFunc, ps *problems) {
 			field, msg := splitField(err.Error())
 			bad(join(p+".params", field), "%s", msg)
 		}
-		if role := faultRole(params); role == "redis" && x.Server.EventStore != "redis" {
+		switch role := faultRole(params); {
+		case role == "redis" && x.Server.EventStore != "redis":
 			bad(p+".params.role", "redis runs only with server.event_store: redis (it is %s)", x.Server.EventStore)
+		case role == "balancer" && x.Balancer == nil:
+			bad(p+".params.role", "there is no balancer: add a balancer: block")
 		}
 		if n := faultReplica(params); n > x.Server.Replicas {
 			bad(p+".params.replica", "the server has %d replica(s) (server.replicas), not %d", x.Server.Replicas, n)

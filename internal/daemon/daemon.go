@@ -59,6 +59,9 @@ type Spec struct {
 	Args    func(addr string) []string
 	Log     string   // receives its stdout and stderr, appended
 	Tail    []string // files whose end a start error quotes, besides Log
+	// Graceful is the signal that asks the daemon to finish what it serves
+	// and exit (nginx: SIGQUIT, HAProxy: SIGUSR1); 0 is SIGTERM.
+	Graceful syscall.Signal
 }
 
 // Process is a running daemon, across restarts. Close stops it for good;
@@ -181,17 +184,22 @@ func (p *Process) tail() string {
 	return s
 }
 
-// Stop ends the current incarnation: SIGTERM and up to a grace period
-// (or until ctx ends) when graceful, then SIGKILL; it waits for the exit.
+// Stop ends the current incarnation: its graceful signal and up to a grace
+// period (or until ctx ends) when graceful, then SIGKILL; it waits for the
+// exit.
 // A stopped daemon can be started again.
 func (p *Process) Stop(ctx context.Context, graceful bool) error {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
 	p.mu.Unlock()
 	pgid := -cmd.Process.Pid
-	_ = syscall.Kill(pgid, syscall.SIGCONT) // a paused daemon cannot handle SIGTERM
+	_ = syscall.Kill(pgid, syscall.SIGCONT) // a paused daemon cannot handle a signal
 	if graceful {
-		_ = syscall.Kill(pgid, syscall.SIGTERM)
+		sig := p.spec.Graceful
+		if sig == 0 {
+			sig = syscall.SIGTERM
+		}
+		_ = syscall.Kill(pgid, sig)
 		select {
 		case <-exited:
 			return nil

@@ -9,11 +9,49 @@ import (
 )
 
 // Roles of the agents a process fault can target. The proxy is not one:
-// it holds the fault state itself.
-var roles = []string{"server", "client", "ledger"}
+// it holds the fault state itself. balancer (nginx, HAProxy) and redis
+// (event_store: redis) are processes the runner starts besides the agents;
+// a graceful restart of the balancer drains it (nginx's SIGQUIT, HAProxy's
+// soft stop) before it starts again.
+var roles = []string{"server", "client", "ledger", "balancer", "redis"}
 
 func validRole(role string) error {
 	return oneOf("role", role, roles...)
+}
+
+// validTarget requires a known role and a replica only of the server.
+func validTarget(role string, replica int) error {
+	if err := validRole(role); err != nil {
+		return err
+	}
+	switch {
+	case replica < 0:
+		return fmt.Errorf("replica: must be 1 or more (absent: the first), got %d", replica)
+	case replica > 0 && role != "server":
+		return fmt.Errorf("replica: only the server has replicas, not the %s", role)
+	}
+	return nil
+}
+
+// AgentName is the name a process fault addresses: the role itself, or
+// "server-2" for replica 2 of the server. Replica 0 (absent) is the role
+// as the runner names it, which is replica 1 of the server.
+func AgentName(role string, replica int) string {
+	if replica == 0 {
+		return role
+	}
+	return fmt.Sprintf("%s-%d", role, replica)
+}
+
+// Stopper is what a crash that stays down needs of Processes besides
+// Restart: to kill an agent and, later, start it again. Processes that
+// cannot (none of chaosrun's runtimes) fail such a crash.
+type Stopper interface {
+	// Kill ends the agent with SIGKILL (a container kill) and keeps it
+	// stopped.
+	Kill(ctx context.Context, name string) error
+	// Start starts a killed agent again with the same arguments and state.
+	Start(ctx context.Context, name string) error
 }
 
 // Restart stops the agent in Role and starts it again with the same
@@ -21,11 +59,12 @@ func validRole(role string) error {
 // SIGKILL, like [Crash]. An instant fault: it is not healed.
 type Restart struct {
 	Role     string `yaml:"role" json:"role"`
+	Replica  int    `yaml:"replica" json:"replica,omitempty"` // of the server: 1, 2, ...; absent: the first
 	Graceful bool   `yaml:"graceful" json:"graceful"`
 }
 
 // Validate requires a known role.
-func (p *Restart) Validate() error { return validRole(p.Role) }
+func (p *Restart) Validate() error { return validTarget(p.Role, p.Replica) }
 
 func (p *Restart) window() dur.Duration { return 0 }
 func (p *Restart) hold() dur.Duration   { return 0 }
@@ -35,49 +74,68 @@ func (p *Restart) inject(ctx context.Context, r *run, _ Injection) (heal, string
 	if err != nil {
 		return nil, "", err
 	}
-	if err := procs.Restart(ctx, p.Role, p.Graceful); err != nil {
+	name := AgentName(p.Role, p.Replica)
+	if err := procs.Restart(ctx, name, p.Graceful); err != nil {
 		return nil, "", err
 	}
 	how := "SIGKILL"
 	if p.Graceful {
 		how = "graceful stop"
 	}
-	return nil, fmt.Sprintf("restarted %s (%s)", p.Role, how), nil
+	return nil, fmt.Sprintf("restarted %s (%s)", name, how), nil
 }
 
-// Crash kills the agent in Role with SIGKILL (a container kill) and starts
-// it again with the same state. An instant fault: it is not healed.
+// Crash kills the agent in Role (or one replica of the server) with
+// SIGKILL (a container kill) and starts it again with the same state: at
+// once, an instant fault, or after Down, a fault with that window, healed
+// by the start. A replica that stays down is one a balancer sends the
+// requests elsewhere from.
 type Crash struct {
-	Role string `yaml:"role" json:"role"`
+	Role    string       `yaml:"role" json:"role"`
+	Replica int          `yaml:"replica" json:"replica,omitempty"` // of the server: 1, 2, ...; absent: the first
+	Down    dur.Duration `yaml:"down" json:"down,omitempty"`       // how long it stays down; absent: started at once
 }
 
-// Validate requires a known role.
-func (p *Crash) Validate() error { return validRole(p.Role) }
+// Validate requires a known role (a duration is never negative).
+func (p *Crash) Validate() error { return validTarget(p.Role, p.Replica) }
 
-func (p *Crash) window() dur.Duration { return 0 }
-func (p *Crash) hold() dur.Duration   { return 0 }
+func (p *Crash) window() dur.Duration { return p.Down }
+func (p *Crash) hold() dur.Duration   { return p.Down }
 
 func (p *Crash) inject(ctx context.Context, r *run, _ Injection) (heal, string, error) {
 	procs, err := r.processes()
 	if err != nil {
 		return nil, "", err
 	}
-	if err := procs.Restart(ctx, p.Role, false); err != nil {
+	name := AgentName(p.Role, p.Replica)
+	if p.Down == 0 {
+		if err := procs.Restart(ctx, name, false); err != nil {
+			return nil, "", err
+		}
+		return nil, fmt.Sprintf("killed %s and started it again", name), nil
+	}
+	st, ok := procs.(Stopper)
+	if !ok {
+		return nil, "", fmt.Errorf("crash %s: down: this run cannot keep an agent stopped", name)
+	}
+	if err := st.Kill(ctx, name); err != nil {
 		return nil, "", err
 	}
-	return nil, fmt.Sprintf("killed %s and started it again", p.Role), nil
+	return func(ctx context.Context) error { return st.Start(ctx, name) },
+		fmt.Sprintf("killed %s, down for %s", name, p.Down), nil
 }
 
 // Pause freezes the agent in Role (SIGSTOP, a container pause) for For,
 // then thaws it. Overlapping pauses of one role thaw when the last ends.
 type Pause struct {
-	Role string       `yaml:"role" json:"role"`
-	For  dur.Duration `yaml:"for" json:"for"`
+	Role    string       `yaml:"role" json:"role"`
+	Replica int          `yaml:"replica" json:"replica,omitempty"` // of the server: 1, 2, ...; absent: the first
+	For     dur.Duration `yaml:"for" json:"for"`
 }
 
 // Validate requires a known role and a positive window.
 func (p *Pause) Validate() error {
-	if err := validRole(p.Role); err != nil {
+	if err := validTarget(p.Role, p.Replica); err != nil {
 		return err
 	}
 	return positive("for", p.For)
@@ -91,10 +149,11 @@ func (p *Pause) inject(ctx context.Context, r *run, _ Injection) (heal, string, 
 	if err != nil {
 		return nil, "", err
 	}
-	return r.shared(ctx, "pause "+p.Role,
-		func(ctx context.Context) error { return procs.Pause(ctx, p.Role) },
-		func(ctx context.Context) error { return procs.Resume(ctx, p.Role) },
-		"paused "+p.Role)
+	name := AgentName(p.Role, p.Replica)
+	return r.shared(ctx, "pause "+name,
+		func(ctx context.Context) error { return procs.Pause(ctx, name) },
+		func(ctx context.Context) error { return procs.Resume(ctx, name) },
+		"paused "+name)
 }
 
 // ExpireSession makes the server drop its live sessions now, as an idle TTL

@@ -33,7 +33,8 @@ const (
 )
 
 // Processes restarts and pauses the agents of a run. The runtime (child
-// processes or containers) implements it.
+// processes or containers) implements it. An agent is named by its role,
+// or, for a replica of the server, by [AgentName] ("server-2").
 type Processes interface {
 	// Restart stops the agent in role — SIGTERM and wait when graceful,
 	// SIGKILL otherwise — and starts it again with the same arguments and
@@ -331,11 +332,11 @@ func (r *run) emit(ph Phase, e *Entry, atUS int64, err error) {
 func (r *run) target(in Injection) string {
 	switch p := in.Params.(type) {
 	case *Restart:
-		return p.Role
+		return AgentName(p.Role, p.Replica)
 	case *Crash:
-		return p.Role
+		return AgentName(p.Role, p.Replica)
 	case *Pause:
-		return p.Role
+		return AgentName(p.Role, p.Replica)
 	case *ExpireSession, *TerminateSession:
 		return "server"
 	case nil:

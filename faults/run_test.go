@@ -174,6 +174,11 @@ func (p *fakeProcesses) Resume(_ context.Context, role string) error {
 	return p.record("resume " + role)
 }
 
+func (p *fakeProcesses) Kill(_ context.Context, name string) error { return p.record("kill " + name) }
+func (p *fakeProcesses) Start(_ context.Context, name string) error {
+	return p.record("start " + name)
+}
+
 func (p *fakeProcesses) list() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -213,6 +218,14 @@ func TestRunInjectsAndHealsEveryKind(t *testing.T) {
 			after: calls("restart graceful server")},
 		{kind: "crash", params: "{role: client}", target: "client",
 			after: calls("restart kill client")},
+		{kind: "crash", params: "{role: server, replica: 2}", target: "server-2",
+			after: calls("restart kill server-2")},
+		{kind: "crash", params: "{role: server, replica: 3, down: 60ms}", target: "server-3", healed: true,
+			during: calls("kill server-3"), after: calls("kill server-3", "start server-3")},
+		{kind: "restart", params: "{role: server, replica: 2, graceful: true}", target: "server-2",
+			after: calls("restart graceful server-2")},
+		{kind: "pause", params: "{role: server, replica: 2, for: 60ms}", target: "server-2", healed: true,
+			during: calls("pause server-2"), after: calls("pause server-2", "resume server-2")},
 		{kind: "pause", params: "{role: server, for: 60ms}", target: "server", healed: true,
 			during: calls("pause server"), after: calls("pause server", "resume server")},
 		{kind: "expire_session", target: "server",

@@ -5,5 +5,9 @@
 // judges them with the checker, and writes the results folder.
 //
 // Subpackages own the pieces: spec (experiment files), agent (the runtime
-// contract), local and docker (runtimes), check (the checker).
+// contract), local and docker (runtimes), check (the checker), balancer
+// (nginx and HAProxy between the fault proxy and the server replicas) and
+// redisserver (the replicas' shared store). The runner starts those two as
+// child processes on loopback whatever the runtime, which is why spec
+// refuses them on the docker runtime.
 package harness

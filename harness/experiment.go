@@ -16,8 +16,10 @@ import (
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/faults/proxy"
 	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/harness/balancer"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/spec"
+	"github.com/chaosrun/chaosrun/internal/daemon"
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
@@ -40,10 +42,13 @@ type experiment struct {
 	clock    runclock.Clock
 	progress func(format string, args ...any)
 	verbose  bool
-	procs    processes     // the agents by role, as the fault injector sees them too
-	observer *proxy.Client // the proxy agent's taps and triggers
-	endpoint string        // the MCP endpoint through the proxy, as the client sees it
-	partial  string        // why the records are incomplete (see salvage); empty when whole
+	procs    processes         // the agents by role, as the fault injector sees them too
+	observer *proxy.Client     // the proxy agent's taps and triggers
+	balancer *balancer.Process // between the server edge and the server; nil for none
+	replicas []agent.Process   // the server's replicas, in order; replicas[0] is "server" too
+	redis    *daemon.Process   // the replicas' shared store; nil for none
+	endpoint string            // the MCP endpoint through the proxy, as the client sees it
+	partial  string            // why the records are incomplete (see salvage); empty when whole
 }
 
 // run executes the experiment and judges it. A returned error is a harness
@@ -102,22 +107,29 @@ func (e *experiment) stateDir(role string) string { return filepath.Join(e.dir, 
 // start starts the agent of spec, which gives its role, port, arguments
 // and ledger; start adds the run's clock and the agent's folders.
 func (e *experiment) start(ctx context.Context, spec agent.Spec) (agent.Process, error) {
+	return e.startAs(ctx, spec.Role, spec)
+}
+
+// startAs starts an agent under a name of its own (a server replica's
+// "server-2"), which names its folders, its log and the agent as faults
+// address it.
+func (e *experiment) startAs(ctx context.Context, name string, spec agent.Spec) (agent.Process, error) {
 	spec.Clock = e.clock
 	if e.verbose {
 		spec.Args = append(spec.Args, "-v")
 	}
-	spec.StateDir, spec.LogPath = e.stateDir(spec.Role), filepath.Join(e.logDir(), spec.Role+".log")
+	spec.StateDir, spec.LogPath = e.stateDir(name), filepath.Join(e.logDir(), name+".log")
 	spec.Serves = spec.Role != agent.RoleClient
 	p, err := e.rt.Start(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
 	if e.verbose && spec.Serves {
-		e.progress("%s started: %s, log %s", spec.Role, p.URL(), spec.LogPath)
+		e.progress("%s started: %s, log %s", name, p.URL(), spec.LogPath)
 	} else if e.verbose {
-		e.progress("%s started, log %s", spec.Role, spec.LogPath)
+		e.progress("%s started, log %s", name, spec.LogPath)
 	}
-	e.procs.add(spec.Role, p)
+	e.procs.add(name, p)
 	return p, nil
 }
 
@@ -179,6 +191,11 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 	if err := <-faultsDone; err != nil && !errors.Is(err, faults.ErrInjection) {
 		return 0, err
 	}
+	if b := e.plan.Balancer; b != nil {
+		if err := flog.Write(balancerEntry(b, len(e.plan.Faults), env.WorkloadStart, e.clock.Now())); err != nil {
+			return 0, err
+		}
+	}
 	e.progress("workload done; waiting for the server's tools to settle")
 	if err := e.settle(ctx, clientExit, kills.latest()); err != nil {
 		return 0, err
@@ -190,8 +207,12 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 // the experiment's deadline through ctx. killed is when the fault injector
 // last restarted or crashed the server (0 if never).
 func (e *experiment) settle(ctx context.Context, clientExit time.Time, killed time.Duration) error {
+	var status []string
+	for _, r := range e.replicas {
+		status = append(status, r.URL()+"/control/status")
+	}
 	s := &settler{
-		status:   e.procs.of(agent.RoleServer).URL() + "/control/status",
+		status:   status,
 		ledger:   sideeffects.NewClient(e.procs.of(agent.RoleLedger).URL()),
 		longest:  longestCall(e.plan),
 		killed:   killed,
@@ -218,8 +239,10 @@ func (e *experiment) collect(ctx context.Context) error {
 	if err := e.procs.of(agent.RoleClient).Stop(ctx, true); err != nil {
 		return fmt.Errorf("stop client: %w", err)
 	}
-	if err := e.procs.of(agent.RoleServer).Stop(ctx, true); err != nil {
-		return fmt.Errorf("stop server: %w", err)
+	for k, r := range e.replicas {
+		if err := r.Stop(ctx, true); err != nil {
+			return fmt.Errorf("stop %s: %w", replicaName(k+1, len(e.replicas)), err)
+		}
 	}
 	recs, err := sideeffects.NewClient(e.procs.of(agent.RoleLedger).URL()).Records(ctx)
 	if err != nil {
@@ -247,6 +270,12 @@ func (e *experiment) collect(ctx context.Context) error {
 // docker runtime does), once the experiment's folder holds it.
 func (e *experiment) closeRuntime() {
 	_ = e.rt.Close()
+	if e.balancer != nil {
+		_ = e.balancer.Close()
+	}
+	if e.redis != nil {
+		_ = e.redis.Close()
+	}
 	if exists(filepath.Join(e.dir, check.HistoryFile)) {
 		_ = os.Remove(filepath.Join(e.stateDir(agent.RoleClient), check.HistoryFile))
 	}

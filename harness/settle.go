@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,7 +47,7 @@ const settlePoll = 20 * time.Millisecond
 // endpoint is briefly unreachable is judged by the ledger meanwhile. The
 // wait ends at ctx's deadline with an error.
 type settler struct {
-	status   string               // the server's /control/status URL
+	status   []string             // each replica's /control/status URL
 	ledger   *sideeffects.Client  // the ledger the server writes to
 	longest  time.Duration        // the plan's longest scaled call
 	killed   time.Duration        // when the server was last restarted, on the run clock; 0 = never
@@ -148,9 +149,22 @@ func (s *settler) blind(ctx context.Context, clientExit time.Time) error {
 	}
 }
 
-// inflight asks the server's status endpoint how many tools run.
+// inflight asks every replica's status endpoint how many tools run, and
+// adds them up; one that cannot tell makes the sum unknown.
 func (s *settler) inflight(ctx context.Context) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.status, nil)
+	total := 0
+	for _, u := range s.status {
+		n, err := s.inflightAt(ctx, u)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func (s *settler) inflightAt(ctx context.Context, status string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, status, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -160,11 +174,11 @@ func (s *settler) inflight(ctx context.Context) (int, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("no server status: %s answered %s", s.status, resp.Status)
+		return 0, fmt.Errorf("no server status: %s answered %s", status, resp.Status)
 	}
 	n, err := parseStatus(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return 0, fmt.Errorf("no server status: %s: %w", s.status, err)
+		return 0, fmt.Errorf("no server status: %s: %w", status, err)
 	}
 	return n, nil
 }
@@ -223,13 +237,19 @@ type serverKills struct {
 }
 
 func (k *serverKills) seen(ev faults.Event) {
-	if ev.Target != agent.RoleServer || (ev.Kind != faults.KindRestart && ev.Kind != faults.KindCrash) ||
+	if !isServer(ev.Target) || (ev.Kind != faults.KindRestart && ev.Kind != faults.KindCrash) ||
 		(ev.Phase != faults.PhaseInjected && ev.Phase != faults.PhaseFailed) {
 		return
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.last = max(k.last, ev.At)
+}
+
+// isServer says whether an agent name is the server or one of its
+// replicas.
+func isServer(name string) bool {
+	return name == agent.RoleServer || strings.HasPrefix(name, agent.RoleServer+"-")
 }
 
 func (k *serverKills) latest() time.Duration {

@@ -94,7 +94,7 @@ func newSettleRig(t *testing.T, server http.Handler, longest time.Duration) *set
 	led := httptest.NewServer(rig.ledger)
 	t.Cleanup(led.Close)
 	rig.s = &settler{
-		status: srv.URL + "/control/status", ledger: sideeffects.NewClient(led.URL), longest: longest,
+		status: []string{srv.URL + "/control/status"}, ledger: sideeffects.NewClient(led.URL), longest: longest,
 		hc: &http.Client{Timeout: time.Second},
 		progress: func(format string, args ...any) {
 			rig.mu.Lock()
@@ -231,4 +231,22 @@ func FuzzParseStatus(f *testing.F) {
 		require.NoError(t, json.NewDecoder(bytes.NewReader(body)).Decode(&st))
 		require.Equal(t, st.Inflight, n)
 	})
+}
+
+func TestSettlerWaitsForEveryReplica(t *testing.T) {
+	idle, _ := statusAnswering(inflightAnswer(0))
+	busy, polls := statusAnswering(inflightAnswer(1), inflightAnswer(1), inflightAnswer(0))
+	rig := newSettleRig(t, idle, time.Minute)
+	second := httptest.NewServer(busy)
+	t.Cleanup(second.Close)
+	rig.s.status = append(rig.s.status, second.URL+"/control/status")
+	require.NoError(t, rig.wait(t, 5*time.Second))
+	assert.EqualValues(t, 3, polls.Load(), "settled only once the busy replica had no call running")
+}
+
+func TestServerKillsCountReplicas(t *testing.T) {
+	k := &serverKills{}
+	k.seen(faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindCrash, Target: "server-3", At: 7 * time.Second})
+	k.seen(faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindCrash, Target: "serverless", At: 9 * time.Second})
+	assert.Equal(t, 7*time.Second, k.latest())
 }

@@ -5,14 +5,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
+	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/faults/proxy"
 	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/harness/balancer"
 	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/redisserver"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets"
@@ -29,17 +36,38 @@ const ledgerState = "ledger.log"
 // start are in place before the client starts), so it is locked. The zero
 // value is empty and ready.
 type processes struct {
-	mu    sync.Mutex
-	procs map[string]agent.Process
+	mu      sync.Mutex
+	procs   map[string]agent.Process
+	daemons map[string]faultable // processes the runner started that are not agents (redis)
 }
 
-func (p *processes) add(role string, proc agent.Process) {
+// faultable is what process faults need of a process: an agent, or a
+// daemon such as redis-server.
+type faultable interface {
+	Restart(ctx context.Context, graceful bool) error
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+	Stop(ctx context.Context, graceful bool) error
+	Start(ctx context.Context) error
+}
+
+// addDaemon makes a daemon a target of process faults under name.
+func (p *processes) addDaemon(name string, d faultable) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.daemons == nil {
+		p.daemons = map[string]faultable{}
+	}
+	p.daemons[name] = d
+}
+
+func (p *processes) add(name string, proc agent.Process) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.procs == nil {
 		p.procs = map[string]agent.Process{}
 	}
-	p.procs[role] = proc
+	p.procs[name] = proc
 }
 
 // of returns the agent of role, nil if it has not started.
@@ -49,14 +77,16 @@ func (p *processes) of(role string) agent.Process {
 	return p.procs[role]
 }
 
-func (p *processes) get(role string) (agent.Process, error) {
+func (p *processes) get(role string) (faultable, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	proc, ok := p.procs[role]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", agent.ErrNotRunning, role)
+	if proc, ok := p.procs[role]; ok {
+		return proc, nil
 	}
-	return proc, nil
+	if d, ok := p.daemons[role]; ok {
+		return d, nil
+	}
+	return nil, fmt.Errorf("%w: %s", agent.ErrNotRunning, role)
 }
 
 func (p *processes) Restart(ctx context.Context, role string, graceful bool) error {
@@ -83,32 +113,178 @@ func (p *processes) Resume(ctx context.Context, role string) error {
 	return proc.Resume(ctx)
 }
 
-// startTopology starts ledger, server and proxy, and creates the proxy
-// between client and server.
+// Kill and Start make processes a faults.Stopper: a crash that keeps a
+// replica down.
+func (p *processes) Kill(ctx context.Context, name string) error {
+	proc, err := p.get(name)
+	if err != nil {
+		return err
+	}
+	return proc.Stop(ctx, false)
+}
+
+func (p *processes) Start(ctx context.Context, name string) error {
+	proc, err := p.get(name)
+	if err != nil {
+		return err
+	}
+	return proc.Start(ctx)
+}
+
+var _ faults.Stopper = (*processes)(nil)
+
+// replicaName is the agent name of server replica k (1-based): "server"
+// for the only one, so a one-replica run keeps its folders as ever, and
+// "server-k" among several. Faults reach replica k as "server-k" either
+// way, and "server" is replica 1.
+func replicaName(k, replicas int) string {
+	if replicas == 1 {
+		return agent.RoleServer
+	}
+	return faults.AgentName(agent.RoleServer, k)
+}
+
+// startTopology starts ledger, server replicas, balancer and proxy, and
+// creates the proxy between client and server (or balancer).
 func (e *experiment) startTopology(ctx context.Context) error {
 	e.progress("starting ledger, server and proxy")
 	ledger, err := e.start(ctx, agent.Spec{Role: agent.RoleLedger, Port: 8080, Args: []string{"--store", ledgerState}})
 	if err != nil {
 		return err
 	}
-	server, err := e.start(ctx, serverSpec(e.plan, "http://"+ledger.PeerAddr()))
-	if err != nil {
-		return err
+	redisAddr := ""
+	if e.plan.Server.EventStore == eventStoreRedis {
+		if redisAddr, err = e.startRedis(ctx); err != nil {
+			return err
+		}
+	}
+	n := max(e.plan.Server.Replicas, 1)
+	var upstreams []string
+	for k := 1; k <= n; k++ {
+		name := replicaName(k, n)
+		spec := serverSpec(e.plan, "http://"+ledger.PeerAddr())
+		if redisAddr != "" {
+			// The owner is the replica's name, which its restarts keep:
+			// the calls it leaves pending are its own to resolve.
+			spec.Args = append(spec.Args, "--redis-addr", redisAddr, "--store-owner", faults.AgentName(agent.RoleServer, k))
+		}
+		server, err := e.startAs(ctx, name, spec)
+		if err != nil {
+			return err
+		}
+		e.replicas = append(e.replicas, server)
+		e.procs.add(faults.AgentName(agent.RoleServer, k), server)
+		if k == 1 {
+			e.procs.add(agent.RoleServer, server)
+		}
+		upstreams = append(upstreams, server.PeerAddr())
+	}
+	upstream := upstreams[0]
+	if e.plan.Balancer != nil {
+		if upstream, err = e.startBalancer(ctx, upstreams); err != nil {
+			return err
+		}
 	}
 	proxy, err := e.start(ctx, agent.Spec{Role: agent.RoleProxy, Port: 8474})
 	if err != nil {
 		return err
 	}
-	return e.observe(ctx, server, proxy)
+	return e.observe(ctx, upstream, proxy)
+}
+
+// startBalancer starts the plan's balancer in front of the replicas at
+// upstreams, keeps its rendered configuration in the results and returns
+// the address it listens on. It is a child process of the runner on
+// loopback: CheckRuntime keeps it off other runtimes.
+func (e *experiment) startBalancer(ctx context.Context, upstreams []string) (string, error) {
+	b := e.plan.Balancer
+	e.progress("starting %s in front of %d replica(s)", b.Kind, len(upstreams))
+	cfg := balancerConfig(b, upstreams, e.stateDir(roleBalancer))
+	p, err := balancer.Start(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	e.balancer = p
+	e.procs.addDaemon(roleBalancer, p)
+	if err := copyFile(p.ConfigPath(), filepath.Join(e.dir, cfg.FileName())); err != nil {
+		return "", fmt.Errorf("keep the %s configuration: %w", b.Kind, err)
+	}
+	if e.verbose {
+		e.progress("%s started: %s, configuration %s, log %s", b.Kind, p.Addr(), cfg.FileName(), p.LogPath())
+	}
+	return p.Addr(), nil
+}
+
+// roleBalancer names the balancer's folders and the balancer as process
+// faults reach it; it is not an agent.
+const roleBalancer = "balancer"
+
+// eventStoreRedis is server.event_store for the replicas' shared store,
+// and roleRedis the name process faults reach redis-server by.
+const (
+	eventStoreRedis = "redis"
+	roleRedis       = "redis"
+)
+
+// startRedis starts the redis-server the replicas share their journal in,
+// with its data in the experiment's state folder, and returns its address.
+// Like the balancer it is a child process of the runner on loopback.
+func (e *experiment) startRedis(ctx context.Context) (string, error) {
+	e.progress("starting redis-server (the replicas' shared event store)")
+	p, err := redisserver.Start(ctx, e.stateDir("redis"))
+	if err != nil {
+		return "", err
+	}
+	e.redis = p
+	e.procs.addDaemon(roleRedis, p)
+	return p.Addr(), nil
+}
+
+func balancerConfig(b *spec.BalancerPlan, upstreams []string, dir string) balancer.Config {
+	return balancer.Config{Kind: b.Kind, Upstreams: upstreams, Balance: b.Balance, Dir: dir,
+		ProxyReadTimeout: b.ProxyReadTimeout, ProxyBuffering: b.ProxyBuffering, KeepaliveTimeout: b.KeepaliveTimeout,
+		TimeoutServer: b.TimeoutServer, TimeoutClient: b.TimeoutClient, TimeoutTunnel: b.TimeoutTunnel}
+}
+
+// balancerEntry is the fault log's account of the balancer's timeouts: not
+// an injection but a standing condition of the topology, in force from the
+// workload's start to end. It is what cuts idle streams in an experiment
+// that puts a real balancer where the idle_timeout toxic would be, so it
+// counts for the fault_hit assumption like an injected fault.
+func balancerEntry(b *spec.BalancerPlan, index int, from, to time.Duration) faults.Entry {
+	params := map[string]any{"balance": b.Balance}
+	var timeouts []string
+	add := func(name string, d time.Duration) {
+		if d > 0 {
+			params[name] = d.String()
+			timeouts = append(timeouts, name+" "+d.String())
+		}
+	}
+	add("proxy_read_timeout", b.ProxyReadTimeout)
+	add("keepalive_timeout", b.KeepaliveTimeout)
+	add("timeout_server", b.TimeoutServer)
+	add("timeout_client", b.TimeoutClient)
+	add("timeout_tunnel", b.TimeoutTunnel)
+	return faults.Entry{Index: index, Kind: roleBalancer, Target: b.Kind, Params: params,
+		StartUS: from.Microseconds(), EndUS: to.Microseconds(),
+		Detail: "the balancer's own timeouts, in force for the whole workload: " + strings.Join(timeouts, ", ")}
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
 }
 
 // observe puts the fault proxy between the wire observer's two taps, all in
 // the proxy agent: the client connects to the client edge's tap, which
 // relays to Toxiproxy, which relays to the server edge's tap, which relays
-// to the server.
-func (e *experiment) observe(ctx context.Context, server, proxyAgent agent.Process) error {
+// to upstream: the server, or the balancer in front of it.
+func (e *experiment) observe(ctx context.Context, upstream string, proxyAgent agent.Process) error {
 	e.observer = proxy.NewClient(proxyAgent.URL())
-	tapServer, err := e.observer.Tap(ctx, wire.EdgeServer, "127.0.0.1:0", server.PeerAddr())
+	tapServer, err := e.observer.Tap(ctx, wire.EdgeServer, "127.0.0.1:0", upstream)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -55,4 +56,22 @@ expect: {verdict: pass}
 		longest = max(longest, len(a))
 	}
 	assert.Less(t, longest, 4096, "one argument must stay far below Linux's 128 KiB limit")
+}
+
+func TestBalancerEntryIsAStandingFaultOverTheWorkload(t *testing.T) {
+	b := &spec.BalancerPlan{Kind: "nginx", Balance: "source", ProxyReadTimeout: 3 * time.Second, KeepaliveTimeout: 3750 * time.Millisecond}
+	e := balancerEntry(b, 2, time.Second, 9*time.Second)
+	assert.Equal(t, 2, e.Index, "after the experiment's own faults")
+	assert.Equal(t, "balancer", e.Kind)
+	assert.Equal(t, "nginx", e.Target)
+	assert.Equal(t, int64(1e6), e.StartUS)
+	assert.Equal(t, int64(9e6), e.EndUS)
+	assert.Equal(t, map[string]any{"balance": "source", "proxy_read_timeout": "3s", "keepalive_timeout": "3.75s"}, e.Params)
+	assert.Contains(t, e.Detail, "proxy_read_timeout 3s, keepalive_timeout 3.75s")
+}
+
+func TestReplicaNames(t *testing.T) {
+	assert.Equal(t, "server", replicaName(1, 1), "one replica keeps the folders of a one-server run")
+	assert.Equal(t, "server-1", replicaName(1, 3))
+	assert.Equal(t, "server-3", replicaName(3, 3))
 }

@@ -110,6 +110,9 @@ type Process interface {
 	Resume(ctx context.Context) error
 	// Stop ends the agent: SIGTERM and wait when graceful, else SIGKILL.
 	Stop(ctx context.Context, graceful bool) error
+	// Start starts a stopped agent again with the same arguments and
+	// state (a crash that stays down, then comes back).
+	Start(ctx context.Context) error
 	// Wait waits until the agent exits on its own (not because the harness
 	// stopped or restarted it) and returns its exit code. Each such exit is
 	// returned once, oldest first, however long after it came (Lifecycle).

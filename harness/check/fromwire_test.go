@@ -420,3 +420,34 @@ func TestLedgerFromWireReadsAResultRecordedBeforeItsResume(t *testing.T) {
 	require.Len(t, results, 1)
 	assert.Equal(t, int64(4), results[0].EventID, "the result crossed the edge on the resumed stream, as event 4")
 }
+
+func TestACallKilledWithItsReplicaIsNoDuplicateTheWireCanSee(t *testing.T) {
+	// Replica 3 is killed 30 s into the charge on sA: the charge dies
+	// before it charges. The naive client charges again on sB, elsewhere.
+	r := newRun().fault("crash", "server-3", 30, 90)
+	r.at(0).clientStart("c1", "fresh").opened("sA", "c1").sessionNew("c1", "sA")
+	r.at(0.1).invoke("c1", "pay-1", "charge", "sA", "2", 1).started("sA", "c1", "2", "charge", "pay-1")
+	r.at(30.1).broke("c1", "pay-1", "sA", "2", "eof")
+	r.at(30.2).opened("sB", "c1").sessionNew("c1", "sB")
+	r.at(30.3).invoke("c1", "pay-1", "charge", "sB", "2", 2).started("sB", "c1", "2", "charge", "pay-1")
+	r.at(120.3).charged("sB", "c1", "2", "pay-1").written("sB", "2", 2)
+	r.at(120.4).outcome(history.KindOK, "c1", "pay-1", "sB", "2", 2)
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", true).event("1", result("1", false))
+	w.at(0.1).post("sA", toolsCall("2", "charge", `{"order_id":"pay-1"}`)).answer(200, "", true).event("3").cut()
+	w.at(30.2).post("", initialize("c1")).answer(200, "sB", true).event("1", result("1", false))
+	w.at(30.3).post("sB", toolsCall("2", "charge", `{"order_id":"pay-1"}`)).answer(200, "", true).event("2", result("2", false))
+	r.in.Wire = w.recs
+	v := Judge(r.in)
+	dup, _ := v.Result(NoDuplicateSideEffects)
+	assert.Equal(t, Held, dup.Status, "the ledger saw one charge")
+	assert.Contains(t, dup.Unseen, "the server was killed at 30.000s with calls running: order pay-1: 2 calls accepted at the server, 1 charged by the ledger")
+	ok, reasons := Expectation{Verdict: v.Verdict}.Match(v)
+	assert.True(t, ok, reasons)
+
+	// Without a kill the same difference is a real disagreement.
+	r.in.Faults[0].Kind, r.in.Faults[0].Target = "partition", "proxy"
+	dup, _ = Judge(r.in).Result(NoDuplicateSideEffects)
+	assert.Empty(t, dup.Unseen)
+	assert.NotEmpty(t, dup.Disagreement)
+}

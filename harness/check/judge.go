@@ -61,13 +61,13 @@ type invariant struct {
 	// unseen, when set, explains a difference of the wire's account from
 	// the ledger's by what the ledger holds and no wire can carry, or
 	// returns "" when the difference is a real disagreement.
-	unseen func(ledger, fromWire *Accounts) string
+	unseen func(in Input, ledger, fromWire *Accounts) string
 }
 
 var invariants = []invariant{
 	{NoDuplicateSideEffects, noDuplicates, func(a *Accounts) bool {
 		return a.has(sideeffects.KindCharge, sideeffects.KindChargeDeduplicated, sideeffects.KindCallStarted)
-	}, "no side effect or call recorded: neither the ledger nor the wire shows a tool invoked", nil},
+	}, "no side effect or call recorded: neither the ledger nor the wire shows a tool invoked", unseenKilledCharges},
 	{NoSilentEventLoss, noSilentLoss, func(a *Accounts) bool { return a.has(sideeffects.KindEventEmitted) },
 		"no numbered event emitted: neither the ledger nor the wire shows a progress event", nil},
 	{NoSessionFork, noFork, func(a *Accounts) bool { return a.has(sideeffects.KindSessionOpened) },
@@ -124,7 +124,7 @@ func Judge(in Input) Verdict {
 	}
 	judged := 0
 	for _, inv := range invariants {
-		r := judgeOn(inv, &ledger, fromWire)
+		r := judgeOn(in, inv, &ledger, fromWire)
 		v.Invariants = append(v.Invariants, r)
 		switch {
 		case r.Status == NotJudged:
@@ -170,7 +170,7 @@ func WireLedger(in Input) []sideeffects.Record {
 }
 
 // judgeOn judges one invariant on the accounts able to, as [Judge] says.
-func judgeOn(inv invariant, ledger, fromWire *Accounts) Result {
+func judgeOn(in Input, inv invariant, ledger, fromWire *Accounts) Result {
 	byLedger := inv.able(ledger)
 	byWire := fromWire != nil && inv.able(fromWire)
 	switch {
@@ -181,7 +181,7 @@ func judgeOn(inv invariant, ledger, fromWire *Accounts) Result {
 			return r
 		}
 		if inv.unseen != nil {
-			r.Unseen = inv.unseen(ledger, fromWire)
+			r.Unseen = inv.unseen(in, ledger, fromWire)
 		}
 		if r.Unseen == "" {
 			r.Disagreement = fmt.Sprintf("the wire's account says %s: %s", w.Status, w.Summary)
@@ -209,7 +209,7 @@ func judgeOn(inv invariant, ledger, fromWire *Accounts) Result {
 // it: the wire presumes a session live until it is seen to end (a DELETE
 // answered, a 404, a close event), and a server that expires an idle
 // session tells no one until someone asks.
-func unseenEnds(ledger, fromWire *Accounts) string {
+func unseenEnds(_ Input, ledger, fromWire *Accounts) string {
 	closedAt := map[string]int64{}
 	for _, s := range ledger.Sessions {
 		if end := endUS(s); end != math.MaxInt64 {
@@ -230,12 +230,48 @@ func unseenEnds(ledger, fromWire *Accounts) string {
 	return "the wire presumes a session live until it is seen to end: " + strings.Join(unseen, "; ")
 }
 
-// serverKills is when the fault log restarted or crashed the server, on the
-// run's clock.
+// unseenKilledCharges explains the duplicate charges the wire's account
+// finds and the ledger's does not by a server (or replica) killed while a
+// call ran: the wire counts every call the server accepted as charged, as
+// it cannot see whether one that never answered got as far as charging
+// before its process died, and the ledger says it did not.
+func unseenKilledCharges(in Input, ledger, fromWire *Accounts) string {
+	kills := serverKills(in.Faults)
+	if len(kills) == 0 || len(ledger.Duplicates) > 0 {
+		return ""
+	}
+	charged := map[string]int{}
+	for _, r := range in.Ledger {
+		if r.Kind == sideeffects.KindCharge {
+			charged[r.OrderID]++
+		}
+	}
+	var unseen []string
+	for _, d := range fromWire.Duplicates {
+		if charged[d.OrderID] >= len(d.Charges) {
+			return ""
+		}
+		unseen = append(unseen, fmt.Sprintf("order %s: %d calls accepted at the server, %d charged by the ledger",
+			d.OrderID, len(d.Charges), charged[d.OrderID]))
+	}
+	if len(unseen) == 0 {
+		return ""
+	}
+	at := make([]string, len(kills))
+	for i, k := range kills {
+		at[i] = seconds(k)
+	}
+	return fmt.Sprintf("the wire presumes every accepted call charged, and the server was killed at %s with calls running: %s",
+		strings.Join(at, ", "), strings.Join(unseen, "; "))
+}
+
+// serverKills is when the fault log restarted or crashed the server (or one
+// of its replicas, "server-2"), on the run's clock.
 func serverKills(entries []faults.Entry) []int64 {
 	var out []int64
 	for _, e := range entries {
-		if (e.Kind == faults.KindRestart || e.Kind == faults.KindCrash) && e.Target == "server" && e.Error == "" {
+		server := e.Target == "server" || strings.HasPrefix(e.Target, "server-")
+		if (e.Kind == faults.KindRestart || e.Kind == faults.KindCrash) && server && e.Error == "" {
 			out = append(out, e.StartUS)
 		}
 	}

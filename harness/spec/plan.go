@@ -24,6 +24,9 @@ type Plan struct {
 
 	Server ServerPlan
 	Client ClientPlan
+	// Balancer is the load balancer between the fault proxy and the
+	// server; nil for none.
+	Balancer *BalancerPlan
 	// Template is the workload as the client agent takes it: every client
 	// makes the same calls (Template.Expand names them client by client).
 	Template workload.Template
@@ -40,6 +43,7 @@ type Plan struct {
 // ServerPlan is the server's configuration at run scale.
 type ServerPlan struct {
 	Target          string
+	Replicas        int
 	RetentionEvents int
 	RetentionAge    time.Duration
 	OnUnresumable   string
@@ -50,6 +54,18 @@ type ServerPlan struct {
 	Command         []string
 	Listen          string
 	Image           string
+}
+
+// BalancerPlan is the balancer's configuration at run scale.
+type BalancerPlan struct {
+	Kind             string
+	Balance          string
+	ProxyReadTimeout time.Duration
+	ProxyBuffering   bool
+	KeepaliveTimeout time.Duration
+	TimeoutServer    time.Duration
+	TimeoutClient    time.Duration
+	TimeoutTunnel    time.Duration
 }
 
 // ClientPlan is the client's configuration at run scale.
@@ -75,9 +91,14 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 	f := p.TimeScale
 	s := x.Server
 	p.Server = ServerPlan{
-		Target: s.Target, RetentionEvents: s.RetentionEvents, RetentionAge: s.RetentionAge.Scale(f),
+		Target: s.Target, Replicas: s.Replicas, RetentionEvents: s.RetentionEvents, RetentionAge: s.RetentionAge.Scale(f),
 		OnUnresumable: s.OnUnresumable, EventStore: s.EventStore, SessionTTL: s.SessionTTL.Scale(f),
 		Keepalive: s.Keepalive.Scale(f), Retry: s.Retry.Scale(f), Command: s.Command, Listen: s.Listen, Image: s.Image,
+	}
+	if b := x.Balancer; b != nil {
+		p.Balancer = &BalancerPlan{Kind: b.Kind, Balance: b.Balance, ProxyReadTimeout: b.ProxyReadTimeout.Scale(f),
+			ProxyBuffering: b.ProxyBuffering != nil && *b.ProxyBuffering, KeepaliveTimeout: b.KeepaliveTimeout.Scale(f),
+			TimeoutServer: b.TimeoutServer.Scale(f), TimeoutClient: b.TimeoutClient.Scale(f), TimeoutTunnel: b.TimeoutTunnel.Scale(f)}
 	}
 	c := x.Client
 	p.Client = ClientPlan{

@@ -8,13 +8,16 @@ import (
 
 // Experiment is one experiment file.
 type Experiment struct {
-	Name        string   `yaml:"name"`        // unique, [a-z0-9-]
-	Description string   `yaml:"description"` // required: what it shows and why
-	Seed        int64    `yaml:"seed"`        // default 1; everything random derives from it
-	TimeScale   float64  `yaml:"time_scale"`  // default 1; multiplies every duration
-	Server      Server   `yaml:"server"`
-	Client      Client   `yaml:"client"`
-	Workload    Workload `yaml:"workload"`
+	Name        string  `yaml:"name"`        // unique, [a-z0-9-]
+	Description string  `yaml:"description"` // required: what it shows and why
+	Seed        int64   `yaml:"seed"`        // default 1; everything random derives from it
+	TimeScale   float64 `yaml:"time_scale"`  // default 1; multiplies every duration
+	Server      Server  `yaml:"server"`
+	Client      Client  `yaml:"client"`
+	// Balancer, if set, puts a real load balancer between the fault proxy
+	// and the server (local runtime only).
+	Balancer *Balancer `yaml:"balancer"`
+	Workload Workload  `yaml:"workload"`
 	// Faults is the fault schedule, decoded and validated once, at load:
 	// each entry's params: mapping is in its kind's params struct.
 	Faults []faults.Spec `yaml:"faults"`
@@ -33,6 +36,7 @@ type Experiment struct {
 // Server configures the MCP server under test.
 type Server struct {
 	Target          string       `yaml:"target"`           // reference (default) | go-sdk | mcp-go | command | image
+	Replicas        int          `yaml:"replicas"`         // default 1; more need a balancer
 	RetentionEvents int          `yaml:"retention_events"` // default 1000; 0 = unbounded
 	RetentionAge    dur.Duration `yaml:"retention_age"`    // 0 = no age limit
 	OnUnresumable   string       `yaml:"on_unresumable"`   // gone (default) | silent_head
@@ -46,6 +50,22 @@ type Server struct {
 	// "" (the default) gives it a free port. Local runtime only.
 	Listen string `yaml:"listen"`
 	Image  string `yaml:"image"` // target: image
+}
+
+// Balancer is a real nginx or HAProxy between the fault proxy and the
+// server, with the settings users set on theirs. Its durations scale with
+// the time scale like every other; an unset one takes the default below.
+type Balancer struct {
+	Kind    string `yaml:"kind"`    // nginx | haproxy; required
+	Balance string `yaml:"balance"` // roundrobin (default) | source | header Mcp-Session-Id
+
+	ProxyReadTimeout dur.Duration `yaml:"proxy_read_timeout"` // nginx; default 60s (nginx's own)
+	ProxyBuffering   *bool        `yaml:"proxy_buffering"`    // nginx; default on (nginx's own)
+	KeepaliveTimeout dur.Duration `yaml:"keepalive_timeout"`  // nginx; default 75s (nginx's own)
+
+	TimeoutServer dur.Duration `yaml:"timeout_server"` // haproxy; default 1m
+	TimeoutClient dur.Duration `yaml:"timeout_client"` // haproxy; default 1m
+	TimeoutTunnel dur.Duration `yaml:"timeout_tunnel"` // haproxy; unset: none (server and client apply)
 }
 
 // Client configures the MCP client under test.

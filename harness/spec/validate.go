@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/faults"
+	"github.com/chaosrun/chaosrun/harness/balancer"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/internal/dur"
 	"github.com/chaosrun/chaosrun/targets"
@@ -24,7 +25,7 @@ var (
 	ServerTargets = []string{targets.Reference, targets.GoSDK, targets.MCPGo, targets.Command, targets.Image}
 	ClientTargets = []string{targets.Resumable, targets.Naive, targets.GoSDK, targets.MCPGo, targets.Command}
 	Unresumable   = []string{"gone", "silent_head"}
-	EventStores   = []string{"memory", "file"}
+	EventStores   = []string{"memory", "file", "redis"}
 	Cursors       = []string{"memory", "file"}
 	Verdicts      = []string{"pass", "fail", "inconclusive"}
 	Tools         = []string{mcpwire.ToolCharge, mcpwire.ToolChatty}
@@ -49,12 +50,16 @@ func (x *Experiment) applyDefaults() {
 	def(&x.Server.Target, targets.Reference)
 	def(&x.Server.OnUnresumable, "gone")
 	def(&x.Server.EventStore, "memory")
+	if x.Server.Replicas == 0 {
+		x.Server.Replicas = 1
+	}
 	if _, set := x.nodes["server.retention_events"]; !set {
 		x.Server.RetentionEvents = 1000
 	}
 	if _, set := x.nodes["server.session_ttl"]; !set {
 		x.Server.SessionTTL = dur.Duration(10 * time.Minute)
 	}
+	x.applyBalancerDefaults()
 	def(&x.Client.Target, targets.Resumable)
 	def(&x.Client.Cursor, "memory")
 	def(&x.Client.Protocol, mcpwire.LatestVersion)
@@ -93,6 +98,7 @@ func (x *Experiment) validate(ps *problems) {
 	}
 	x.validateServer(bad, oneOf)
 	x.validateClient(bad, oneOf)
+	x.validateBalancer(bad, oneOf)
 	x.validateWorkload(bad, oneOf)
 	x.validateFaults(bad, ps)
 	x.validateExpect(bad, oneOf)
@@ -106,6 +112,12 @@ func (x *Experiment) validateServer(bad badFunc, oneOf oneOfFunc) {
 	oneOf("server.target", s.Target, ServerTargets)
 	oneOf("server.on_unresumable", s.OnUnresumable, Unresumable)
 	oneOf("server.event_store", s.EventStore, EventStores)
+	switch {
+	case s.Replicas < 1 || s.Replicas > MaxReplicas:
+		bad("server.replicas", "must be between 1 and %d, got %d", MaxReplicas, s.Replicas)
+	case s.Replicas > 1 && x.Balancer == nil:
+		bad("server.replicas", "%d replicas need a balancer: block to spread the requests over them", s.Replicas)
+	}
 	if s.RetentionEvents < 0 {
 		bad("server.retention_events", "must be 0 (unbounded) or more, got %d", s.RetentionEvents)
 	}
@@ -141,6 +153,10 @@ func (x *Experiment) validateServer(bad badFunc, oneOf oneOfFunc) {
 		}
 	}
 }
+
+// MaxReplicas bounds server.replicas: each is a real process on a machine
+// shared with the rest of the run.
+const MaxReplicas = 9
 
 // sdkKnobs are the server knobs the SDK servers take besides the reference
 // server; a bring-your-own server takes none.
@@ -310,6 +326,15 @@ func (x *Experiment) validateFaults(bad badFunc, ps *problems) {
 			field, msg := splitField(err.Error())
 			bad(join(p+".params", field), "%s", msg)
 		}
+		switch role := faultRole(params); {
+		case role == "redis" && x.Server.EventStore != "redis":
+			bad(p+".params.role", "redis runs only with server.event_store: redis (it is %s)", x.Server.EventStore)
+		case role == "balancer" && x.Balancer == nil:
+			bad(p+".params.role", "there is no balancer: add a balancer: block")
+		}
+		if n := faultReplica(params); n > x.Server.Replicas {
+			bad(p+".params.replica", "the server has %d replica(s) (server.replicas), not %d", x.Server.Replicas, n)
+		}
 		if r := f.Repeat; r != nil {
 			if err := r.Validate(); err != nil {
 				field, msg := splitField(err.Error())
@@ -323,6 +348,33 @@ func (x *Experiment) validateFaults(bad badFunc, ps *problems) {
 			}
 		}
 	}
+}
+
+// faultReplica is the server replica a process fault addresses; 0 for
+// none.
+func faultReplica(p faults.Params) int {
+	switch p := p.(type) {
+	case *faults.Crash:
+		return p.Replica
+	case *faults.Restart:
+		return p.Replica
+	case *faults.Pause:
+		return p.Replica
+	}
+	return 0
+}
+
+// faultRole is the role a process fault addresses; "" for none.
+func faultRole(p faults.Params) string {
+	switch p := p.(type) {
+	case *faults.Crash:
+		return p.Role
+	case *faults.Restart:
+		return p.Role
+	case *faults.Pause:
+		return p.Role
+	}
+	return ""
 }
 
 // splitField splits a params validation message "idle: must be positive"
@@ -365,6 +417,70 @@ func (x *Experiment) validateExpect(bad badFunc, oneOf oneOfFunc) {
 	}
 }
 
+// Nginx and HAProxy settings of the balancer: block, each valid for its
+// kind only.
+var (
+	nginxOnly   = []string{"proxy_read_timeout", "proxy_buffering", "keepalive_timeout"}
+	haproxyOnly = []string{"timeout_server", "timeout_client", "timeout_tunnel"}
+)
+
+// applyBalancerDefaults gives the balancer's unset settings their
+// defaults; a setting written as 0 is left for validation to refuse.
+func (x *Experiment) applyBalancerDefaults() {
+	b := x.Balancer
+	if b == nil {
+		return
+	}
+	if b.Balance == "" {
+		b.Balance = balancer.RoundRobin
+	}
+	set := func(knob string, d *dur.Duration, v time.Duration) {
+		if _, written := x.nodes["balancer."+knob]; !written {
+			*d = dur.Duration(v)
+		}
+	}
+	switch b.Kind {
+	case balancer.Nginx:
+		set("proxy_read_timeout", &b.ProxyReadTimeout, time.Minute)
+		set("keepalive_timeout", &b.KeepaliveTimeout, 75*time.Second)
+		if b.ProxyBuffering == nil {
+			b.ProxyBuffering = new(true)
+		}
+	case balancer.HAProxy:
+		set("timeout_server", &b.TimeoutServer, time.Minute)
+		set("timeout_client", &b.TimeoutClient, time.Minute)
+	}
+}
+
+func (x *Experiment) validateBalancer(bad badFunc, oneOf oneOfFunc) {
+	b := x.Balancer
+	if b == nil {
+		return
+	}
+	if _, set := x.nodes["balancer.kind"]; !set {
+		bad("balancer.kind", "is required: one of %s", strings.Join(balancer.Kinds, ", "))
+		return
+	}
+	oneOf("balancer.kind", b.Kind, balancer.Kinds)
+	oneOf("balancer.balance", b.Balance, balancer.Methods)
+	other := map[string][]string{balancer.Nginx: haproxyOnly, balancer.HAProxy: nginxOnly}
+	for _, knob := range other[b.Kind] {
+		if _, set := x.nodes["balancer."+knob]; set {
+			bad("balancer."+knob, "is not a setting of %s", b.Kind)
+		}
+	}
+	durations := []struct {
+		knob string
+		d    dur.Duration
+	}{{"proxy_read_timeout", b.ProxyReadTimeout}, {"keepalive_timeout", b.KeepaliveTimeout},
+		{"timeout_server", b.TimeoutServer}, {"timeout_client", b.TimeoutClient}, {"timeout_tunnel", b.TimeoutTunnel}}
+	for _, k := range durations {
+		if _, set := x.nodes["balancer."+k.knob]; set && k.d <= 0 {
+			bad("balancer."+k.knob, "must be positive, got %s", k.d)
+		}
+	}
+}
+
 // Node returns the YAML node of a field path, for callers that report
 // problems found after loading (nil if the field is not in the file).
 func (x *Experiment) Node(path string) *yaml.Node { return x.nodes[path] }
@@ -372,6 +488,10 @@ func (x *Experiment) Node(path string) *yaml.Node { return x.nodes[path] }
 // CheckRuntime reports, as an input error located at server.target, a
 // target the named runtime (local or docker) cannot run: target image runs
 // only on the docker runtime, which starts the image itself.
+//
+// A balancer runs only on the local runtime: no image of nginx or HAProxy
+// can be pulled on the machines chaosrun runs on, so the docker runtime
+// has none to start.
 func (x *Experiment) CheckRuntime(runtime string) error {
 	ps := &problems{file: x.Path}
 	if x.Server.Target == targets.Image && runtime != "docker" {
@@ -381,6 +501,15 @@ func (x *Experiment) CheckRuntime(runtime string) error {
 	if x.Server.Listen != "" && runtime == "docker" {
 		line, col := x.at("server.listen")
 		ps.add(line, col, "server.listen", "a fixed address runs only on the local runtime: in a container the server listens on $CHAOSRUN_LISTEN_ADDR (0.0.0.0:8080), or takes it by {addr} or {port}")
+	}
+	if x.Server.EventStore == "redis" && runtime != "local" {
+		line, col := x.at("server.event_store")
+		ps.add(line, col, "server.event_store", "redis runs only on the local runtime (--runtime local), not on %s: the docker runtime has no image of it", runtime)
+	}
+	if x.Balancer != nil && runtime != "local" {
+		line, col := x.at("balancer")
+		ps.add(line, col, "balancer", "a balancer (%s) runs only on the local runtime (--runtime local), not on %s: the docker runtime has no image of it",
+			x.Balancer.Kind, runtime)
 	}
 	return ps.err()
 }

@@ -25,6 +25,9 @@ const (
 const (
 	EventStoreMemory = "memory"
 	EventStoreFile   = "file"
+	// EventStoreRedis shares one journal among replicas in a Redis stream
+	// (store.Shared): a session opened on one replica is served by any.
+	EventStoreRedis = "redis"
 )
 
 // Config configures a [Server]. The zero value is a valid in-memory server
@@ -36,10 +39,15 @@ type Config struct {
 	RetentionAge time.Duration
 	// OnUnresumable is "gone" (default) or "silent_head".
 	OnUnresumable string
-	// EventStore is "memory" (default) or "file".
+	// EventStore is "memory" (default), "file" or "redis".
 	EventStore string
 	// StorePath is the journal of the file store; required for "file".
 	StorePath string
+	// RedisAddr is the Redis server (host:port) of the redis store, and
+	// StoreOwner this replica's stable name in it; both required for
+	// "redis".
+	RedisAddr  string
+	StoreOwner string
 	// SessionTTL expires a session idle this long; 0 never expires.
 	SessionTTL time.Duration
 	// Keepalive writes an SSE comment this often on every open SSE
@@ -92,12 +100,15 @@ func (c *Config) validate() error {
 	switch c.EventStore {
 	case "":
 		c.EventStore = EventStoreMemory
-	case EventStoreMemory, EventStoreFile:
+	case EventStoreMemory, EventStoreFile, EventStoreRedis:
 	default:
-		errs = append(errs, fmt.Errorf("event_store: must be memory or file, got %q", c.EventStore))
+		errs = append(errs, fmt.Errorf("event_store: must be memory, file or redis, got %q", c.EventStore))
 	}
 	if c.EventStore == EventStoreFile && c.StorePath == "" {
 		errs = append(errs, errors.New("store_path: required when event_store is file"))
+	}
+	if c.EventStore == EventStoreRedis && (c.RedisAddr == "" || c.StoreOwner == "") {
+		errs = append(errs, errors.New("redis_addr, store_owner: required when event_store is redis"))
 	}
 	for i, o := range c.AllowedOrigins {
 		if o == "" {

@@ -110,6 +110,14 @@
 // whose structuredContent is {"error":"interrupted_by_restart"}: the
 // client must treat that as an unknown outcome.
 //
+// The "redis" store is the file store's journal in a Redis stream shared by
+// the replicas of one deployment (store.Shared): each replica applies the
+// others' records as they come, and a request for a session it has not
+// seen makes it catch up with the journal before answering 404, then take
+// the session over (its own idle timer). A restarted replica resolves only
+// the requests it owned (Config.StoreOwner); another replica's are that
+// replica's to resolve, and reach the client wherever it is attached.
+//
 // # Control endpoint
 //
 // On the same listener, for the harness: GET /control/healthz,

@@ -154,7 +154,9 @@ func TestConfigValidation(t *testing.T) {
 		want string
 	}{
 		{"on_unresumable", Config{OnUnresumable: "x"}, `on_unresumable: must be gone or silent_head, got "x"`},
-		{"event_store", Config{EventStore: "redis"}, `event_store: must be memory or file, got "redis"`},
+		{"event_store", Config{EventStore: "etcd"}, `event_store: must be memory, file or redis, got "etcd"`},
+		{"redis", Config{EventStore: EventStoreRedis, RedisAddr: "127.0.0.1:1"}, `redis_addr, store_owner: required when event_store is redis`},
+		{"redis unreachable", Config{EventStore: EventStoreRedis, RedisAddr: "127.0.0.1:1", StoreOwner: "server-1"}, `server: redis 127.0.0.1:1:`},
 		{"store_path", Config{EventStore: EventStoreFile}, `store_path: required when event_store is file`},
 		{"retention_events", Config{RetentionEvents: -1}, `retention_events: must not be negative, got -1`},
 		{"retention_age", Config{RetentionAge: -time.Second}, `retention_age: must not be negative, got -1s`},

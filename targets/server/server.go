@@ -60,8 +60,17 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	opts := store.Options{RetentionEvents: cfg.RetentionEvents, RetentionAge: cfg.RetentionAge}
-	if cfg.EventStore == EventStoreFile {
+	switch cfg.EventStore {
+	case EventStoreFile:
 		opts.Path = cfg.StorePath
+	case EventStoreRedis:
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		j, err := store.DialRedis(ctx, cfg.RedisAddr, store.RedisKey)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		opts.Shared, opts.Owner = j, cfg.StoreOwner
 	}
 	st, err := store.Open(opts)
 	if err != nil {

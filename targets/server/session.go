@@ -81,10 +81,36 @@ func (s *Server) openSession(version, client string) (*session, error) {
 	return sess, nil
 }
 
+// lookup returns the live session with the id, or nil. With a shared
+// store a session this replica has not served yet may have been opened on
+// another: lookup catches up with the journal and takes it over.
 func (s *Server) lookup(id string) *session {
 	s.mu.Lock()
+	sess := s.sessions[id]
+	s.mu.Unlock()
+	if sess != nil || id == "" {
+		return sess
+	}
+	if err := s.store.Sync(s.life); err != nil {
+		s.log.Warn("shared store unreachable", "err", err)
+		return nil
+	}
+	ls := s.store.Session(id)
+	if ls == nil {
+		return nil
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sessions[id]
+	if sess := s.sessions[id]; sess != nil {
+		return sess
+	}
+	sess = newSession(ls)
+	s.sessions[id] = sess
+	sess.mu.Lock()
+	s.armIdleLocked(sess)
+	sess.mu.Unlock()
+	s.log.Info("session taken over from the shared store", "session", id, "client", sess.client)
+	return sess
 }
 
 func (s *Server) liveSessions() []*session {

@@ -33,6 +33,10 @@ type record struct {
 	Data    json.RawMessage `json:"d,omitempty"`
 	Resp    string          `json:"re,omitempty"`
 	Key     string          `json:"key,omitempty"`
+	// Writer and Owner, in a shared journal: the incarnation of the store
+	// that wrote the record, and the replica it belongs to.
+	Writer string `json:"w,omitempty"`
+	Owner  string `json:"o,omitempty"`
 }
 
 // replay applies one journal line during Open. Records of sessions that are
@@ -76,6 +80,9 @@ func (s *Store) collectPending() {
 		ss.mu.Lock()
 		for id := StreamID(1); id < ss.nextStream; id++ {
 			st := ss.streams[id]
+			if s.shared != nil && st.owner != s.shared.owner {
+				continue // another replica's to resolve
+			}
 			for _, req := range st.pending {
 				s.pending = append(s.pending, Pending{Session: ss, Stream: id, Kind: st.kind, Request: req})
 			}

@@ -35,6 +35,7 @@ type idRange struct {
 }
 
 type stream struct {
+	owner      string // the replica that opened it, in a shared journal
 	kind       StreamKind
 	pending    []Request // requests still owed a response
 	head       int64     // newest event id of the stream
@@ -141,7 +142,7 @@ func (ss *Session) commit(rec record) error {
 	if closed {
 		return ErrSessionClosed
 	}
-	if err := ss.store.write(rec); err != nil {
+	if err := ss.store.write(&rec); err != nil {
 		return err
 	}
 	ss.mu.Lock()
@@ -157,7 +158,7 @@ func (ss *Session) apply(rec record) {
 		ss.closed = true
 		ss.events, ss.ranges, ss.streams = nil, nil, nil
 	case opStream:
-		ss.streams[rec.Stream] = &stream{kind: rec.Kind, pending: rec.Reqs}
+		ss.streams[rec.Stream] = &stream{owner: rec.Owner, kind: rec.Kind, pending: rec.Reqs}
 		ss.nextStream = max(ss.nextStream, rec.Stream+1)
 	case opEvent:
 		ss.applyEvent(rec)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,8 +27,16 @@ var (
 
 // Options configure a store.
 type Options struct {
-	// Path is the journal file. Empty keeps everything in memory.
+	// Path is the journal file. Empty keeps everything in memory, unless
+	// Shared is set.
 	Path string
+	// Shared is a journal the replicas of one deployment share (see
+	// [Shared]); it excludes Path. Owner is this replica's stable name
+	// (the same across its restarts): the stream records it writes carry
+	// it, and Pending lists only its own requests, as another replica's
+	// are that replica's to resolve.
+	Shared Shared
+	Owner  string
 	// RetentionEvents bounds the events kept per session; 0 is unbounded.
 	RetentionEvents int
 	// RetentionAge evicts events older than this; 0 keeps them regardless
@@ -104,6 +113,7 @@ type Pending struct {
 type Store struct {
 	opts    Options
 	journal *appendlog.Log
+	shared  *sharedState
 
 	mu       sync.Mutex
 	closed   bool
@@ -118,6 +128,15 @@ func Open(opts Options) (*Store, error) {
 		opts.Now = time.Now
 	}
 	s := &Store{opts: opts, sessions: map[string]*Session{}, keys: map[string]bool{}}
+	if opts.Shared != nil {
+		if opts.Owner == "" {
+			return nil, errNoOwner
+		}
+		if err := s.openShared(opts); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
 	if opts.Path == "" {
 		return s, nil
 	}
@@ -131,7 +150,7 @@ func Open(opts Options) (*Store, error) {
 }
 
 // Durable reports whether the store survives a restart.
-func (s *Store) Durable() bool { return s.journal != nil }
+func (s *Store) Durable() bool { return s.journal != nil || s.shared != nil }
 
 // Sessions returns every live session.
 func (s *Store) Sessions() []*Session {
@@ -151,7 +170,7 @@ func (s *Store) Pending() []Pending { return s.pending }
 // CreateSession opens a session with its standalone stream.
 func (s *Store) CreateSession(info SessionInfo) (*Session, error) {
 	rec := record{Op: opOpen, Session: info.ID, Version: info.Version, Client: info.Client, At: info.Created.UnixNano()}
-	if err := s.write(rec); err != nil {
+	if err := s.write(&rec); err != nil {
 		return nil, err
 	}
 	ss := newSession(s, info)
@@ -171,7 +190,7 @@ func (s *Store) ReserveKey(key string) (bool, error) {
 	}
 	s.keys[key] = true
 	s.mu.Unlock()
-	if err := s.write(record{Op: opKey, Key: key}); err != nil {
+	if err := s.write(&record{Op: opKey, Key: key}); err != nil {
 		s.mu.Lock()
 		delete(s.keys, key)
 		s.mu.Unlock()
@@ -182,7 +201,7 @@ func (s *Store) ReserveKey(key string) (bool, error) {
 
 // ReleaseKey gives back a key whose charge did not happen.
 func (s *Store) ReleaseKey(key string) error {
-	if err := s.write(record{Op: opUnkey, Key: key}); err != nil {
+	if err := s.write(&record{Op: opUnkey, Key: key}); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -201,6 +220,12 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	if s.shared != nil {
+		if err := s.shared.close(); err != nil {
+			return fmt.Errorf("store: close: %w", err)
+		}
+		return nil
+	}
 	if s.journal == nil {
 		return nil
 	}
@@ -211,19 +236,28 @@ func (s *Store) Close() error {
 }
 
 // write journals one record, durably, when the store has a journal.
-func (s *Store) write(rec record) error {
+func (s *Store) write(rec *record) error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
 		return ErrStoreClosed
 	}
-	if s.journal == nil {
+	if s.journal == nil && s.shared == nil {
 		return nil
+	}
+	if s.shared != nil {
+		rec.Writer, rec.Owner = s.shared.writer, s.shared.owner
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("store: encode %s: %w", rec.Op, err)
+	}
+	if s.shared != nil {
+		if err := s.shared.j.Append(context.Background(), b); err != nil {
+			return fmt.Errorf("store: shared journal %s: %w", rec.Op, err)
+		}
+		return nil
 	}
 	if err := s.journal.Append(b); err != nil {
 		if errors.Is(err, appendlog.ErrClosed) {

@@ -248,7 +248,7 @@ workload:
 scenarios:
   - name: cut
     description: A reset 30 s into a 90 s charge.
-    faults: [{kind: reset, at: 30s}]
+    faults: [{kind: reset, when: {event: tools_call, tool: charge, after: 30s}}]
 expect:
   cut:
     resumable@reference: {verdict: pass}

@@ -25,6 +25,7 @@ type Client struct {
 	attempts int
 	initial  time.Duration
 	max      time.Duration
+	batch    batcher
 }
 
 // ClientOption configures a [Client].
@@ -41,6 +42,14 @@ func WithRetry(attempts int, initial, max time.Duration) ClientOption {
 	return func(c *Client) { c.attempts, c.initial, c.max = attempts, initial, max }
 }
 
+// WithBatch tunes the group commit (see [Client.Record]): at most records
+// records in one request, and at most linger spent waiting for a batch to
+// fill. The defaults are 1,000 records and 500µs. WithBatch(1, 0) sends
+// every record alone.
+func WithBatch(records int, linger time.Duration) ClientOption {
+	return func(c *Client) { c.batch.records, c.batch.linger = records, linger }
+}
+
 // NewClient returns a client of the ledger service at baseURL (such as
 // "http://127.0.0.1:4321"). By default it makes up to 8 attempts, backing off
 // from 20ms to 1s, each attempt bounded by 10s.
@@ -53,49 +62,68 @@ func NewClient(baseURL string, opts ...ClientOption) *Client {
 		attempts: 8,
 		initial:  20 * time.Millisecond,
 		max:      time.Second,
+		batch:    newBatcher(defaultBatchRecords, defaultBatchBytes, defaultLinger, 1),
 	}
 	for _, o := range opts {
 		o(c)
 	}
 	c.attempts = max(c.attempts, 1)
+	c.batch.records = min(max(c.batch.records, 1), MaxBatch)
+	c.batch.linger = max(c.batch.linger, 0)
 	return c
 }
 
 // Record stores r and returns once the ledger has it durably. An empty ID is
 // filled with [NewID] before the first send; every retry sends the same id,
 // so the ledger stores the record once however often it is sent. Transport
-// failures and 5xx answers are retried; a 4xx answer returns [ErrRejected]
-// with the ledger's reason.
+// failures and 5xx answers are retried; a record that fails
+// [Record.Validate] is not sent, and it and a 4xx answer return
+// [ErrRejected] with the reason.
+//
+// Concurrent calls share requests (group commit): a call waits at most for
+// the request in flight before its record is sent, together with every
+// record queued meanwhile, and returns once the service has acknowledged
+// that request, which it does only after an fsync covering all of it. If
+// ctx ends first, Record returns ctx's error and the record may or may not
+// be stored, as with any request abandoned in flight.
 func (c *Client) Record(ctx context.Context, r Record) error {
 	_, err := c.RecordAll(ctx, []Record{r})
 	return err
 }
 
 // RecordAll stores recs as one batch (all or none is accepted) and returns each
-// record's N, in order. Empty ids are filled before the first send.
+// record's N, in order. Empty ids are filled before the first send. The
+// records travel in one request, possibly with other callers' records.
 func (c *Client) RecordAll(ctx context.Context, recs []Record) ([]int64, error) {
 	recs = append([]Record(nil), recs...)
 	for i := range recs {
 		if recs[i].ID == "" {
 			recs[i].ID = NewID()
 		}
+		if err := recs[i].Validate(); err != nil {
+			if len(recs) > 1 {
+				err = fmt.Errorf("record %d: %w", i, err)
+			}
+			return nil, fmt.Errorf("ledger client: %w: %w", ErrRejected, err)
+		}
 	}
-	body, err := json.Marshal(recs)
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("ledger client: %w: no records", ErrRejected)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("ledger client: %w", err)
+	}
+	g, err := newGroup(ctx, recs)
 	if err != nil {
 		return nil, fmt.Errorf("ledger client: %w", err)
 	}
-	var resp postResponse
-	if err := c.retry(ctx, func() error { return c.post(ctx, body, &resp) }); err != nil {
-		return nil, err
+	c.batch.submit(g, c.sendBatch)
+	select {
+	case <-g.done:
+		return g.ns, g.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("ledger client: %w", ctx.Err())
 	}
-	if len(resp.Stored) != len(recs) {
-		return nil, fmt.Errorf("ledger client: %d records acknowledged, %d sent", len(resp.Stored), len(recs))
-	}
-	ns := make([]int64, len(recs))
-	for i, s := range resp.Stored {
-		ns[i] = s.N
-	}
-	return ns, nil
 }
 
 // Records fetches the ledger's export.
@@ -134,7 +162,11 @@ func (c *Client) post(ctx context.Context, body []byte, out *postResponse) error
 	if err := statusError(res); err != nil {
 		return err
 	}
-	return json.NewDecoder(res.Body).Decode(out)
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, res.Body) // read to EOF, so the connection is kept
+	return nil
 }
 
 // statusError turns a non-200 answer into an error: permanent for 4xx,
@@ -154,6 +186,9 @@ func statusError(res *http.Response) error {
 	}
 	return err
 }
+
+// isRejected reports whether err is a 4xx answer.
+func isRejected(err error) bool { return errors.Is(err, ErrRejected) }
 
 // permanent wraps an error that retrying cannot cure.
 type permanent struct{ err error }

@@ -1,10 +1,14 @@
 package sideeffects
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,10 +114,132 @@ func TestClientStopsRetryingOnCancel(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
-func TestClientFillsIDAndValidatesOnServer(t *testing.T) {
+func TestClientFillsIDAndValidatesBeforeSending(t *testing.T) {
 	_, srv := newTestService(t, StoreOptions{NoSync: true})
 	c := NewClient(srv.URL, fastRetry)
 	err := c.Record(context.Background(), Record{Kind: KindCharge, OrderID: "o"})
 	require.ErrorIs(t, err, ErrRejected)
 	assert.ErrorContains(t, err, "amount_cents must be positive")
+}
+
+// countingFront serves the ledger behind a handler that counts POSTs and
+// the records each carried, and refuses (400) any POST carrying more than
+// refuseOver records when refuseOver is positive, as a ledger with a smaller
+// batch limit would.
+func countingFront(t *testing.T, refuseOver int) (*Store, string, *atomic.Int32) {
+	t.Helper()
+	s, err := OpenStore(filepath.Join(t.TempDir(), "ledger.log"), StoreOptions{NoSync: true})
+	require.NoError(t, err)
+	svc := NewService(s)
+	var posts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			svc.ServeHTTP(w, r)
+			return
+		}
+		posts.Add(1)
+		body, err := io.ReadAll(r.Body)
+		require.NoError(t, err)
+		if refuseOver > 0 && bytes.Count(body, []byte(`"id"`)) > refuseOver {
+			writeJSON(w, http.StatusBadRequest, errorResponse{Error: "too many records"})
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		svc.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		s.Close()
+	})
+	return s, srv.URL, &posts
+}
+
+func TestClientGroupCommit(t *testing.T) {
+	tests := []struct {
+		name       string
+		writers    int
+		each       int
+		refuseOver int
+		shared     bool // fewer requests than records
+	}{
+		{"concurrent records share requests", 50, 40, 0, true},
+		{"a refused shared batch is sent again caller by caller", 20, 10, 1, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, url, posts := countingFront(t, tc.refuseOver)
+			c := NewClient(url, fastRetry)
+			ns := make([][]int64, tc.writers)
+			var wg sync.WaitGroup
+			for w := range tc.writers {
+				wg.Go(func() {
+					for i := range tc.each {
+						got, err := c.RecordAll(context.Background(), []Record{charge(fmt.Sprintf("w%d-%d", w, i), "o")})
+						if !assert.NoError(t, err) {
+							return
+						}
+						ns[w] = append(ns[w], got...)
+					}
+				})
+			}
+			wg.Wait()
+			total := tc.writers * tc.each
+			require.Equal(t, total, s.Len(), "every record stored once")
+			seen := map[int64]bool{}
+			for _, r := range s.Records() {
+				seen[r.N] = true
+			}
+			for w := range ns {
+				for _, n := range ns[w] {
+					assert.True(t, seen[n], "each caller is answered with its own record's n")
+				}
+			}
+			if tc.shared {
+				assert.Less(t, int(posts.Load()), total/2, "records share requests")
+			}
+		})
+	}
+}
+
+func TestClientLoneWriterDoesNotLinger(t *testing.T) {
+	_, url, posts := countingFront(t, 0)
+	c := NewClient(url, fastRetry, WithBatch(100, time.Hour))
+	start := time.Now()
+	for i := range 20 {
+		require.NoError(t, c.Record(context.Background(), charge(fmt.Sprint("r", i), "o")))
+	}
+	assert.Less(t, time.Since(start), 10*time.Second, "a writer alone never waits for others")
+	assert.Equal(t, int32(20), posts.Load())
+}
+
+func TestClientRefusesInvalidRecordAloneAndSharesTheRest(t *testing.T) {
+	_, url, posts := countingFront(t, 0)
+	c := NewClient(url, fastRetry)
+	_, err := c.RecordAll(context.Background(), []Record{charge("a", "o"), {ID: "b", Kind: KindCharge}})
+	require.ErrorIs(t, err, ErrRejected)
+	assert.ErrorContains(t, err, "record 1: charge: order_id is required")
+	assert.Zero(t, posts.Load(), "an invalid record is refused before it can spoil a shared request")
+}
+
+func TestClientCancelledCallersStopTheirSend(t *testing.T) {
+	arrived, gone := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body) // the server notices a closed connection once the body is read
+		close(arrived)
+		<-r.Context().Done()
+		close(gone)
+	}))
+	t.Cleanup(srv.Close)
+	c := NewClient(srv.URL, WithRetry(100, time.Hour, time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Record(ctx, charge("a", "o")) }()
+	<-arrived
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request went on after its only caller gave up")
+	}
 }

@@ -2,6 +2,7 @@ package sideeffects
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +30,12 @@ func FuzzServicePost(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	// A body as the client's group commit builds it.
+	g1, err := newGroup(context.Background(), []Record{charge("a", "o-1")})
+	require.NoError(f, err)
+	g2, err := newGroup(context.Background(), []Record{charge("b", "o-2"), charge("a", "o-1")})
+	require.NoError(f, err)
+	f.Add(arrayBody([]*group{g1, g2}))
 	s, err := OpenStore(filepath.Join(f.TempDir(), "ledger.log"), StoreOptions{NoSync: true})
 	require.NoError(f, err)
 	f.Cleanup(func() { s.Close() })

@@ -104,15 +104,17 @@ func (a *acks) freeze(kill func()) map[string]int64 {
 	return maps.Clone(a.n)
 }
 
-// write sends records from 10 writers until ctx ends or the ledger fails;
-// every third batch resends the writer's previous record.
-func (a *acks) write(ctx context.Context, t *testing.T, c *Client) *sync.WaitGroup {
+// write sends records from writers goroutines until ctx ends or the ledger
+// fails, each writer one call at a time, so that the client's group commit
+// joins the calls of different writers into shared requests. With resend,
+// every third call also resends the writer's previous record.
+func (a *acks) write(ctx context.Context, t *testing.T, c *Client, writers int, resend bool) *sync.WaitGroup {
 	var wg sync.WaitGroup
-	for w := range 10 {
+	for w := range writers {
 		wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
 				batch := []Record{charge(fmt.Sprintf("w%d-%d", w, i), "o")}
-				if i%3 == 2 {
+				if resend && i%3 == 2 {
 					batch = append(batch, charge(fmt.Sprintf("w%d-%d", w, i-1), "o"))
 				}
 				ns, err := c.RecordAll(ctx, batch)
@@ -127,20 +129,40 @@ func (a *acks) write(ctx context.Context, t *testing.T, c *Client) *sync.WaitGro
 }
 
 func TestAcknowledgedRecordsSurviveSIGKILL(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.log")
-	cmd, url := startChild(t, path)
-	a := &acks{n: map[string]int64{}, want: 300, enough: make(chan struct{})}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	writers := a.write(ctx, t, NewClient(url, WithRetry(1, time.Millisecond, time.Millisecond)))
-	<-a.enough
-	acked := a.freeze(func() {
-		require.NoError(t, cmd.Process.Kill())
-		_ = cmd.Wait()
-	})
-	stop()
-	writers.Wait()
+	tests := []struct {
+		name    string
+		writers int
+		resend  bool
+		want    int
+	}{
+		{"ten writers, resending records", 10, true, 300},
+		{"fifty writers, one record a call", 50, false, 3000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ledger.log")
+			cmd, url := startChild(t, path)
+			a := &acks{n: map[string]int64{}, want: tc.want, enough: make(chan struct{})}
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			writers := a.write(ctx, t, NewClient(url, WithRetry(1, time.Millisecond, time.Millisecond)), tc.writers, tc.resend)
+			<-a.enough
+			acked := a.freeze(func() {
+				require.NoError(t, cmd.Process.Kill())
+				_ = cmd.Wait()
+			})
+			stop()
+			writers.Wait()
+			checkSurvivors(t, path, acked)
+		})
+	}
+}
 
+// checkSurvivors reopens the killed ledger at path: every acknowledged
+// record is there under the n it was acknowledged with, and no id or n is
+// stored twice.
+func checkSurvivors(t *testing.T, path string, acked map[string]int64) {
+	t.Helper()
 	s, err := OpenStore(path, StoreOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })

@@ -184,25 +184,28 @@ func (s *Store) accept(recs []Record) (entries []*entry, dup []bool, fresh []*en
 	return entries, dup, fresh, nil
 }
 
-// write appends the fresh entries concurrently, so that they share the log's
-// group commit, and settles each one.
+// write appends the fresh entries as one batch of the log (one write, and
+// one fsync shared with whatever else is pending) and settles each one.
 func (s *Store) write(fresh []*entry) {
-	var wg sync.WaitGroup
+	lines := make([][]byte, 0, len(fresh))
+	batch := fresh[:0:0]
 	for _, e := range fresh {
-		wg.Go(func() {
-			defer s.inflight.Done()
-			s.settle(e, s.writeOne(e.rec))
-		})
+		b, err := json.Marshal(e.rec)
+		if err != nil {
+			s.settle(e, err)
+			s.inflight.Done()
+			continue
+		}
+		lines, batch = append(lines, b), append(batch, e)
 	}
-	wg.Wait()
-}
-
-func (s *Store) writeOne(r Record) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
+	if len(batch) == 0 {
+		return
 	}
-	return s.log.Append(b)
+	err := s.log.AppendBatch(lines)
+	for _, e := range batch {
+		s.settle(e, err)
+		s.inflight.Done()
+	}
 }
 
 func (s *Store) settle(e *entry, err error) {

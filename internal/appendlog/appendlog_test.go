@@ -86,6 +86,40 @@ func TestAppendRejectsNewlineAndClosed(t *testing.T) {
 	require.ErrorIs(t, l.Append([]byte("x")), ErrClosed)
 }
 
+func TestAppendBatch(t *testing.T) {
+	tests := []struct {
+		name    string
+		batches [][]string
+		want    []string
+		err     bool
+	}{
+		{"one batch in order", [][]string{{"a", "b", "c"}}, []string{"a", "b", "c"}, false},
+		{"batches and singles", [][]string{{"a"}, {"b", "c"}, {"d"}}, []string{"a", "b", "c", "d"}, false},
+		{"an empty batch writes nothing", [][]string{{}, {"a"}}, []string{"a"}, false},
+		{"a newline anywhere refuses the whole batch", [][]string{{"a", "b\nc"}}, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "log")
+			l, _ := openCollect(t, path)
+			for _, batch := range tc.batches {
+				recs := make([][]byte, len(batch))
+				for i, r := range batch {
+					recs[i] = []byte(r)
+				}
+				if err := l.AppendBatch(recs); tc.err {
+					require.Error(t, err)
+				} else {
+					require.NoError(t, err)
+				}
+			}
+			require.NoError(t, l.Close())
+			_, got := openCollect(t, path)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
 func BenchmarkAppendParallel(b *testing.B) {
 	for _, sync := range []bool{true, false} {
 		b.Run(fmt.Sprintf("fsync=%v", sync), func(b *testing.B) {

@@ -40,7 +40,7 @@ func TestClientArgsStayShortWhateverTheNumberOfClients(t *testing.T) {
 	x, err := spec.Parse("x.yaml", []byte(`name: many
 description: The most clients an experiment may have.
 workload:
-  clients: 1000
+  clients: 100000
   calls:
     - {tool: charge, args: {amount_cents: 1}, duration: 1s}
     - {tool: chatty, args: {events: 5}, duration: 1s}
@@ -50,7 +50,7 @@ expect: {verdict: pass}
 		return
 	}
 	p := x.Plan(spec.Overrides{})
-	assert.Equal(t, 1000, p.Template.Clients)
+	assert.Equal(t, spec.MaxClients, p.Template.Clients)
 	longest := 0
 	for _, a := range clientArgs(p, "http://proxy:8666/mcp") {
 		longest = max(longest, len(a))

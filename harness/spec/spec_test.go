@@ -83,6 +83,8 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 		{"bad enum", [2]string{"target: naive", "target: clever"}, "x.yaml:9:11: client.target: must be one of"},
 		{"bad duration", [2]string{"duration: 90s", "duration: soon"}, "x.yaml:14:60: workload.calls[0].duration: \"soon\" is not a duration"},
 		{"wrong type", [2]string{"clients: 2", "clients: many"}, "x.yaml:12:12: workload.clients: expected an integer, got the text `many`"},
+		{"too many clients", [2]string{"clients: 2", "clients: 100001"}, "x.yaml:12:12: workload.clients: must be between 1 and 100000 (one session each), got 100001"},
+		{"no clients", [2]string{"clients: 2", "clients: -1"}, "workload.clients: must be between 1 and 100000"},
 		{"duplicate key", [2]string{"seed: 7", "seed: 7\nseed: 8"}, `x.yaml:4:7: seed: the key "seed" appears twice, at line 3 and again at line 4`},
 		{"a list for a mapping", [2]string{"client:\n", "client: [naive]\nclient2:\n"}, "client: expected a mapping, got a list"},
 		{"params validation", [2]string{"idle: 60s", "idle: 0s"}, "faults[0].params.idle: must be positive"},

@@ -30,6 +30,11 @@ import (
 // ProxyName is the Toxiproxy proxy between client and server.
 const ProxyName = "mcp"
 
+// UsageFile holds, where the runtime measures its agents (the local runtime
+// does), each agent incarnation's peak memory and CPU time: a JSON array of
+// agent.Usage.
+const UsageFile = "usage.json"
+
 // ExperimentFile is the experiment as run, in its result folder besides the
 // checker's files.
 const ExperimentFile = "experiment.yaml"
@@ -71,6 +76,9 @@ func (e *experiment) run(ctx context.Context) (*ExperimentResult, error) {
 
 func (e *experiment) steps(ctx context.Context) (*ExperimentResult, error) {
 	if err := e.prepare(); err != nil {
+		return nil, err
+	}
+	if err := checkOpenFiles(e.rt, e.plan.Template.Clients); err != nil {
 		return nil, err
 	}
 	if err := e.startTopology(ctx); err != nil {
@@ -256,6 +264,9 @@ func (e *experiment) collect(ctx context.Context) error {
 			return fmt.Errorf("stop %s: %w", role, err)
 		}
 	}
+	if err := e.saveUsage(); err != nil {
+		return err
+	}
 	if err := e.moveOut(ctx, agent.RoleProxy, wire.File); err != nil { // written as the proxy agent stopped
 		return err
 	}
@@ -263,6 +274,20 @@ func (e *experiment) collect(ctx context.Context) error {
 		return e.moveOut(ctx, agent.RoleClient, byo.ExitFile)
 	}
 	return e.moveOut(ctx, agent.RoleClient, check.HistoryFile)
+}
+
+// saveUsage writes what each stopped agent used, if its runtime measured it.
+func (e *experiment) saveUsage() error {
+	var all []agent.Usage
+	for _, role := range []string{agent.RoleLedger, agent.RoleServer, agent.RoleProxy, agent.RoleClient} {
+		if m, ok := e.procs.of(role).(agent.Measured); ok {
+			all = append(all, m.Usage()...)
+		}
+	}
+	if all == nil {
+		return nil
+	}
+	return writeJSON(filepath.Join(e.dir, UsageFile), all)
 }
 
 // closeRuntime closes the runtime and drops the copy of the client's

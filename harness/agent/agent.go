@@ -121,3 +121,33 @@ type Process interface {
 	// relative to it) to dst on the runner's side.
 	CopyOut(ctx context.Context, rel, dst string) error
 }
+
+// Usage is what one incarnation of an agent consumed, as its runtime
+// measured it once the incarnation exited.
+type Usage struct {
+	Role        string `json:"role"`
+	Incarnation int    `json:"incarnation"` // 1 for the first start, 2 after a restart, ...
+	// PeakRSSKiB is the incarnation's peak resident set (getrusage's
+	// ru_maxrss, /proc/PID/status VmHWM at exit).
+	PeakRSSKiB int64 `json:"peak_rss_kib"`
+	UserMS     int64 `json:"user_ms"`
+	SystemMS   int64 `json:"system_ms"`
+
+	_ struct{}
+}
+
+// Measured is a Process whose runtime measures its incarnations: the
+// local runtime does; a container runtime need not.
+type Measured interface {
+	// Usage returns the usage of every incarnation that has exited, in
+	// start order.
+	Usage() []Usage
+}
+
+// FileLimited is a Runtime whose agents share the runner's open-file
+// limit (the local runtime's child processes do), so that the runner can
+// tell before it starts them whether a workload fits.
+type FileLimited interface {
+	// OpenFiles is how many files each agent may open (RLIMIT_NOFILE).
+	OpenFiles() uint64
+}

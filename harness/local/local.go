@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -41,9 +42,25 @@ type Runtime struct {
 }
 
 // New returns a runtime that starts agents from the chaosrun binary at path.
+// It raises the open-file limit its agents inherit as far as it may (see
+// [OpenFiles]).
 func New(binary string) *Runtime {
+	_, _ = raiseOpenFiles()
 	return &Runtime{binary: binary, readyTimeout: 20 * time.Second}
 }
+
+// OpenFiles returns the open-file limit (RLIMIT_NOFILE) the runtime's
+// agents start with, and why it is below what the runtime asked for, if it
+// is.
+func OpenFiles() (syscall.Rlimit, error) { return raiseOpenFiles() }
+
+// OpenFiles is how many files each agent may open.
+func (r *Runtime) OpenFiles() uint64 {
+	lim, _ := raiseOpenFiles()
+	return lim.Cur
+}
+
+var _ agent.FileLimited = (*Runtime)(nil)
 
 // Start starts an agent and waits for its URL. It runs no image.
 func (r *Runtime) Start(ctx context.Context, spec agent.Spec) (agent.Process, error) {
@@ -87,9 +104,10 @@ type process struct {
 	rt   *Runtime
 	spec agent.Spec
 
-	mu   sync.Mutex
-	url  string
-	addr string // listen address; fixed after the first start
+	mu    sync.Mutex
+	url   string
+	addr  string        // listen address; fixed after the first start
+	usage []agent.Usage // of the incarnations that exited
 }
 
 var _ agent.Process = (*process)(nil)
@@ -149,6 +167,7 @@ func (p *process) launch(context.Context) (agent.Incarnation, error) {
 func (in *incarnation) reap(logf *os.File) {
 	err := in.cmd.Wait()
 	logf.Close()
+	in.p.measure(in.cmd.ProcessState)
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
@@ -158,6 +177,29 @@ func (in *incarnation) reap(logf *os.File) {
 	}
 	close(in.exited)
 }
+
+// measure keeps what an exited incarnation used.
+func (p *process) measure(ps *os.ProcessState) {
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.usage = append(p.usage, agent.Usage{
+		Role: p.spec.Role, Incarnation: len(p.usage) + 1, PeakRSSKiB: ru.Maxrss, // KiB on Linux
+		UserMS: ps.UserTime().Milliseconds(), SystemMS: ps.SystemTime().Milliseconds(),
+	})
+}
+
+// Usage returns what each exited incarnation used.
+func (p *process) Usage() []agent.Usage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.usage)
+}
+
+var _ agent.Measured = (*process)(nil)
 
 func (in *incarnation) Exited() <-chan struct{} { return in.exited }
 

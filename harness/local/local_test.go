@@ -43,6 +43,11 @@ func fakeAgent(role string, args []string) int {
 	if err := os.WriteFile(filepath.Join(*state, "started"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return 8
 	}
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) != nil ||
+		os.WriteFile(filepath.Join(*state, "nofile"), fmt.Appendf(nil, "%d %d", lim.Cur, lim.Max), 0o644) != nil {
+		return 8
+	}
 	if role == "client" {
 		time.Sleep(*sleep)
 		return *exit
@@ -110,6 +115,39 @@ func TestWaitIgnoresPlannedExitsAndReportsOwnExit(t *testing.T) {
 	code, err := p.Wait(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 3, code)
+}
+
+func TestAgentsInheritTheRaisedOpenFileLimit(t *testing.T) {
+	rt := New("")
+	t.Cleanup(func() { rt.Close() })
+	lim, err := OpenFiles()
+	if err != nil {
+		t.Logf("open files limited to %d: %v", lim.Max, err)
+	}
+	assert.Equal(t, lim.Max, lim.Cur, "the soft limit is raised to the hard one")
+	p := startFake(t, rt, agent.Spec{Role: "client"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = p.Wait(ctx)
+	require.NoError(t, err)
+	b, err := os.ReadFile(filepath.Join(p.(*process).spec.StateDir, "nofile"))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("%d %d", lim.Cur, lim.Max), string(b), "the agent starts with the runner's limit")
+}
+
+func TestUsageOfEveryIncarnation(t *testing.T) {
+	rt := New("")
+	t.Cleanup(func() { rt.Close() })
+	p := startFake(t, rt, agent.Spec{Role: "server", Serves: true})
+	require.NoError(t, p.Restart(context.Background(), false))
+	require.NoError(t, p.Stop(context.Background(), true))
+	usage := p.(agent.Measured).Usage()
+	require.Len(t, usage, 2, "one entry per exited incarnation")
+	for i, u := range usage {
+		assert.Equal(t, "server", u.Role)
+		assert.Equal(t, i+1, u.Incarnation)
+		assert.Positive(t, u.PeakRSSKiB, "peak memory is measured")
+	}
 }
 
 func TestPauseFreezesAndResumeThaws(t *testing.T) {

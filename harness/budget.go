@@ -29,13 +29,19 @@ func checkOpenFiles(rt agent.Runtime, clients int) error {
 		return nil
 	}
 	limit := fl.OpenFiles()
-	need := uint64(clients)*proxyFilesPerConn + agentFilesReserve
-	if need <= limit {
+	fit := ClientsFitting(limit)
+	if clients <= fit {
 		return nil
 	}
-	fit := (limit - min(limit, agentFilesReserve)) / proxyFilesPerConn
+	need := clients*proxyFilesPerConn + agentFilesReserve
 	return fmt.Errorf("workload.clients: %d clients keep %d connections through the proxy agent, which holds %d descriptors for each "+
 		"(a tap at each edge and Toxiproxy between them): about %d open files, but agents here may open %d "+
 		"(RLIMIT_NOFILE; the runtime raises it to the hard limit, and past that only with CAP_SYS_RESOURCE or a higher `ulimit -Hn`); "+
 		"at most %d clients fit", clients, clients, proxyFilesPerConn, need, limit, fit)
+}
+
+// ClientsFitting is how many clients an experiment may have when each agent
+// may open openFiles files.
+func ClientsFitting(openFiles uint64) int {
+	return int((openFiles - min(openFiles, agentFilesReserve)) / proxyFilesPerConn)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/harness"
+	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/local"
 )
 
 // runForBench runs chaosrun with args (results under a fresh folder) and
@@ -72,4 +75,48 @@ func BenchmarkLibrary(b *testing.B) {
 		wall += time.Duration(run.WallMS) * time.Millisecond
 	}
 	b.ReportMetric((wall / time.Duration(b.N)).Seconds(), "library-wall-s")
+}
+
+// BenchmarkScale runs the scale experiments of experiments/scale (N
+// resumable clients, one session and one 60 s charge each, through the
+// proxy and a reset of every connection) and reports the workload's wall
+// time over its scheduled time (target: at most 1.25), each agent's peak
+// memory, and the memory of all agents per session. A size whose
+// connections do not fit the agents' open-file limit is skipped, saying
+// how many fit.
+//
+//	go test -run '^$' -bench Scale -benchtime 1x -timeout 30m ./cmd/chaosrun
+func BenchmarkScale(b *testing.B) {
+	for _, n := range []int{3000, 10000} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			lim, err := local.OpenFiles()
+			if fit := harness.ClientsFitting(lim.Cur); n > fit {
+				b.Skipf("agents here may open %d files (%v): at most %d sessions fit", lim.Cur, err, fit)
+			}
+			var ratio float64
+			peaks := map[string]int64{}
+			var total int64
+			for b.Loop() {
+				run := runForBench(b, fmt.Sprintf("../../experiments/scale/sessions-%d.yaml", n))
+				r := run.Results[0]
+				ratio += float64(r.Verdict.Figures.WallMS) / float64(r.Verdict.Figures.ScheduledMS)
+				var usage []agent.Usage
+				raw, err := os.ReadFile(filepath.Join(r.Dir, harness.UsageFile))
+				if err != nil || json.Unmarshal(raw, &usage) != nil {
+					b.Fatalf("usage: %v", err)
+				}
+				var sum int64
+				for _, u := range usage {
+					peaks[u.Role] = max(peaks[u.Role], u.PeakRSSKiB)
+					sum += u.PeakRSSKiB
+				}
+				total = max(total, sum)
+			}
+			b.ReportMetric(ratio/float64(b.N), "wall/scheduled")
+			for role, kib := range peaks {
+				b.ReportMetric(float64(kib)/1024, role+"-peak-MiB")
+			}
+			b.ReportMetric(float64(total)/float64(n), "KiB/session")
+		})
+	}
 }

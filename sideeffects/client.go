@@ -80,9 +80,10 @@ func NewClient(baseURL string, opts ...ClientOption) *Client {
 // [Record.Validate] is not sent, and it and a 4xx answer return
 // [ErrRejected] with the reason.
 //
-// Concurrent calls share requests (group commit): a call waits at most for
-// the request in flight before its record is sent, together with every
-// record queued meanwhile, and returns once the service has acknowledged
+// Concurrent calls share requests (group commit): a call's record waits
+// for the request in flight, if there is one, and at most the linger of
+// [WithBatch] for others to join it; it is then sent with every record
+// queued meanwhile, and the call returns once the service has acknowledged
 // that request, which it does only after an fsync covering all of it. If
 // ctx ends first, Record returns ctx's error and the record may or may not
 // be stored, as with any request abandoned in flight.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -84,5 +85,40 @@ func FuzzReadLedger(f *testing.F) {
 		again, err := ReadLedger(&buf)
 		require.NoError(t, err)
 		require.Equal(t, recs, again)
+	})
+}
+
+// FuzzGroupCommitBody builds the body of a shared request from arbitrary
+// records, as the client's group commit does, and parses it as the service
+// does: every record the client would send arrives, in order, as the same
+// record a request of its own would carry.
+func FuzzGroupCommitBody(f *testing.F) {
+	f.Add("a", "s", "detail", int64(3), uint8(2))
+	f.Add("id\u2028", "sess\"ion", `{"x":[1,2]}`, int64(1), uint8(5))
+	f.Add("\xff\xfe", "s", "", int64(9), uint8(1))
+	f.Fuzz(func(t *testing.T, id, session, detail string, seq int64, groups uint8) {
+		var batch []*group
+		var want []Record
+		for g := range int(groups%4) + 1 {
+			var recs []Record
+			for i := range g + 1 {
+				r := Record{ID: fmt.Sprintf("%s-%d-%d", id, g, i), Kind: KindEventEmitted, Session: session, Seq: seq, Detail: detail}
+				if r.Validate() != nil {
+					return // refused before it is queued
+				}
+				recs = append(recs, r)
+			}
+			grp, err := newGroup(context.Background(), recs)
+			require.NoError(t, err)
+			batch = append(batch, grp)
+			for _, l := range grp.lines {
+				var alone Record // what a request of its own would carry
+				require.NoError(t, json.Unmarshal(l, &alone))
+				want = append(want, alone)
+			}
+		}
+		got, err := decodeRecords(bytes.NewReader(arrayBody(batch)))
+		require.NoError(t, err)
+		require.Equal(t, want, got)
 	})
 }

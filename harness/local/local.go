@@ -180,6 +180,9 @@ func (in *incarnation) reap(logf *os.File) {
 
 // measure keeps what an exited incarnation used.
 func (p *process) measure(ps *os.ProcessState) {
+	if ps == nil {
+		return
+	}
 	ru, ok := ps.SysUsage().(*syscall.Rusage)
 	if !ok {
 		return

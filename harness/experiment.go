@@ -278,10 +278,20 @@ func (e *experiment) collect(ctx context.Context) error {
 
 // saveUsage writes what each stopped agent used, if its runtime measured it.
 func (e *experiment) saveUsage() error {
+	names := []string{agent.RoleLedger}
+	for k := range e.replicas {
+		names = append(names, replicaName(k+1, len(e.replicas)))
+	}
+	names = append(names, agent.RoleProxy, agent.RoleClient)
 	var all []agent.Usage
-	for _, role := range []string{agent.RoleLedger, agent.RoleServer, agent.RoleProxy, agent.RoleClient} {
-		if m, ok := e.procs.of(role).(agent.Measured); ok {
-			all = append(all, m.Usage()...)
+	for _, name := range names {
+		m, ok := e.procs.of(name).(agent.Measured)
+		if !ok {
+			continue
+		}
+		for _, u := range m.Usage() {
+			u.Agent = name
+			all = append(all, u)
 		}
 	}
 	if all == nil {

@@ -125,6 +125,9 @@ type Process interface {
 // Usage is what one incarnation of an agent consumed, as its runtime
 // measured it once the incarnation exited.
 type Usage struct {
+	// Agent names the agent in the experiment: its role, or a server
+	// replica's name (server-2). The runtime leaves it to the runner.
+	Agent       string `json:"agent,omitempty"`
 	Role        string `json:"role"`
 	Incarnation int    `json:"incarnation"` // 1 for the first start, 2 after a restart, ...
 	// PeakRSSKiB is the incarnation's peak resident set (getrusage's

@@ -28,7 +28,7 @@ func writeIndex(run *Run) error {
 		x.Partial = "the run was interrupted; experiments marked partial stopped before their workload finished"
 	}
 	for _, r := range run.Results {
-		e := timeline.Entry{Name: r.Name, Expected: r.Expected, Met: r.Met, Reasons: r.Reasons, Error: r.Error,
+		e := timeline.Entry{Name: r.Label(), Expected: r.Expected, Met: r.Met, Reasons: r.Reasons, Error: r.Error,
 			Partial: r.Partial, Verdict: r.Verdict}
 		if rel, err := filepath.Rel(run.Dir, filepath.Join(r.Dir, timeline.File)); err == nil && exists(filepath.Join(r.Dir, timeline.File)) {
 			e.Timeline = filepath.ToSlash(rel)

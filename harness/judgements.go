@@ -25,7 +25,7 @@ func writeJudgements(w io.Writer, run *Run) {
 			res, _ := r.Verdict.Result(id)
 			cells = append(cells, judgement(res))
 		}
-		fmt.Fprintf(w, "| %s | %s |\n", r.Name, strings.Join(cells, " | "))
+		fmt.Fprintf(w, "| %s | %s |\n", r.Label(), strings.Join(cells, " | "))
 	}
 }
 

@@ -21,6 +21,7 @@ type progress struct {
 	w        io.Writer
 	terminal bool
 	plans    []*spec.Plan
+	names    []string // what each plan's lines are prefixed with
 	parallel int
 	started  []time.Time // zero until the experiment starts
 	finished []bool
@@ -42,6 +43,9 @@ func newProgress(w io.Writer, terminal bool, plans []*spec.Plan, parallel int) *
 	}
 	p := &progress{w: w, terminal: terminal, plans: plans, parallel: max(parallel, 1),
 		started: make([]time.Time, len(plans)), finished: make([]bool, len(plans))}
+	for _, pl := range plans {
+		p.names = append(p.names, pl.Experiment.Name)
+	}
 	if terminal {
 		p.stop, p.stopped = make(chan struct{}), make(chan struct{})
 		go p.tick()
@@ -93,7 +97,7 @@ func (p *progress) start(i int) {
 			n++
 		}
 	}
-	p.line(fmt.Sprintf("[%s] experiment %d of %d (scheduled %.1fs)", p.plans[i].Experiment.Name, n, len(p.plans), p.plans[i].Scheduled.Seconds()))
+	p.line(fmt.Sprintf("[%s] experiment %d of %d (scheduled %.1fs)", p.names[i], n, len(p.plans), p.plans[i].Scheduled.Seconds()))
 }
 
 func (p *progress) done(i int, wall time.Duration) {

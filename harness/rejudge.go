@@ -65,10 +65,15 @@ func RejudgeWith(dir string, o RejudgeOptions) (*Run, error) {
 		return nil, err
 	}
 	run := &Run{ID: filepath.Base(dir), Dir: dir, Runtime: "offline", Parallel: 1}
+	repetitions := map[string]*ExperimentResult{} // saved results by folder
 	if b, err := os.ReadFile(filepath.Join(dir, RunFile)); err == nil {
 		var saved Run
 		if json.Unmarshal(b, &saved) == nil {
 			run.ID, run.Runtime, run.WallMS, run.Interrupted = saved.ID, saved.Runtime+", re-judged offline", saved.WallMS, saved.Interrupted
+			run.Repeat, run.Shard, run.Merged = saved.Repeat, saved.Shard, saved.Merged
+			for _, r := range saved.Results {
+				repetitions[filepath.Base(r.Dir)] = r
+			}
 		}
 	}
 	if len(o.Without) > 0 {
@@ -78,6 +83,9 @@ func RejudgeWith(dir string, o RejudgeOptions) (*Run, error) {
 		res, err := rejudgeOne(d, o)
 		if err != nil {
 			return nil, err
+		}
+		if saved := repetitions[filepath.Base(d)]; saved != nil && saved.Name == res.Name {
+			res.Repetition, res.Seed = saved.Repetition, saved.Seed
 		}
 		run.Results = append(run.Results, res)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -20,6 +21,10 @@ const (
 )
 
 func writeReports(run *Run) error {
+	run.Tallies = nil
+	if run.Repeated() {
+		run.Tallies = run.TallyRuns()
+	}
 	if err := writeJSON(filepath.Join(run.Dir, RunFile), run); err != nil {
 		return err
 	}
@@ -54,8 +59,11 @@ func WriteSummary(w io.Writer, run *Run) error {
 		}
 	}
 	fmt.Fprintf(w, "# chaosrun run %s\n\n", run.ID)
-	fmt.Fprintf(w, "Runtime %s, parallel %d, wall %.1fs. **%d of %d expectations met.**\n\n",
-		run.Runtime, run.Parallel, float64(run.WallMS)/1000, met, len(run.Results))
+	fmt.Fprintf(w, "Runtime %s, parallel %d, wall %.1fs%s. **%d of %d expectations met.**\n\n",
+		run.Runtime, run.Parallel, float64(run.WallMS)/1000, runScope(run), met, len(run.Results))
+	if run.Repeated() {
+		writeTallies(w, run)
+	}
 	if run.Interrupted {
 		fmt.Fprint(w, "**Interrupted.** Experiments marked partial stopped before their workload finished; `chaosrun report` judges what they recorded.\n\n")
 	}
@@ -63,7 +71,7 @@ func WriteSummary(w io.Writer, run *Run) error {
 	fmt.Fprintln(w, "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range run.Results {
 		if r.Verdict == nil {
-			fmt.Fprintf(w, "| %s | %s | harness error | no | | | | | | | | |\n", r.Name, r.Expected)
+			fmt.Fprintf(w, "| %s | %s | harness error | no | | | | | | | | |\n", r.Label(), r.Expected)
 			continue
 		}
 		f := r.Verdict.Figures
@@ -75,7 +83,7 @@ func WriteSummary(w io.Writer, run *Run) error {
 		if r.Partial != "" {
 			verdict += " (partial)"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %d | %d | %d | %d | %d | %d | %s |\n", r.Name, r.Expected, verdict,
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %d | %d | %d | %d | %d | %d | %s |\n", r.Label(), r.Expected, verdict,
 			yesNo(r.Met), strings.Join(r.Verdict.Violations, ", "), f.Duplicates, f.EventsLostSilent, f.EventsLostSurfaced,
 			f.Forks, f.OrphanedResults, f.CallsUnknown, ratio)
 	}
@@ -84,7 +92,7 @@ func WriteSummary(w io.Writer, run *Run) error {
 		if r.Met {
 			continue
 		}
-		fmt.Fprintf(w, "\n## %s: expectation not met\n\n", r.Name)
+		fmt.Fprintf(w, "\n## %s: expectation not met\n\n", r.Label())
 		if r.Error != "" {
 			fmt.Fprintf(w, "- harness error: %s\n", r.Error)
 		}
@@ -94,6 +102,61 @@ func WriteSummary(w io.Writer, run *Run) error {
 		fmt.Fprintf(w, "- results: `%s`\n", r.Dir)
 	}
 	return nil
+}
+
+// runScope says what share of the experiments the run took, how often
+// each ran and what it joins, for the summary's first line.
+func runScope(run *Run) string {
+	var parts []string
+	if run.Shard != "" {
+		parts = append(parts, "shard "+run.Shard)
+	}
+	if run.Repeat > 1 {
+		parts = append(parts, fmt.Sprintf("each experiment %d times", run.Repeat))
+	}
+	if len(run.Merged) > 0 {
+		parts = append(parts, fmt.Sprintf("merged from %d runs", len(run.Merged)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(parts, ", ")
+}
+
+// writeTallies writes how often each experiment met its expectation, the
+// distinct outcomes seen and links to the runs of each.
+func writeTallies(w io.Writer, run *Run) {
+	fmt.Fprintln(w, "| experiment | expected | met | outcomes seen (runs) |")
+	fmt.Fprintln(w, "|---|---|---:|---|")
+	for _, t := range run.TallyRuns() {
+		var outcomes []string
+		for _, o := range t.Outcomes {
+			links := make([]string, len(o.Runs))
+			for i, dir := range o.Runs {
+				links[i] = fmt.Sprintf("[%s](%s/)", runLinkText(dir), dir)
+			}
+			label := fmt.Sprintf("%s ×%d", o.Label(), o.Count)
+			if !o.Met {
+				label = "**" + label + ", not met**"
+			}
+			outcomes = append(outcomes, label+" ("+strings.Join(links, " ")+")")
+		}
+		met := fmt.Sprintf("%d of %d", t.Met, t.Runs)
+		if t.Met < t.Runs {
+			met = "**" + met + "**"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", t.Name, t.Expected, met, strings.Join(outcomes, "; "))
+	}
+	fmt.Fprintln(w)
+}
+
+// runLinkText is a repetition's folder as a link says it: "r3" of
+// "reset-storm.r3", the whole name of a folder without a repetition.
+func runLinkText(dir string) string {
+	if ext := path.Ext(dir); len(ext) > 1 {
+		return ext[1:]
+	}
+	return path.Base(dir)
 }
 
 func yesNo(b bool) string {
@@ -109,12 +172,22 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name       string           `xml:"name,attr"`
+	Tests      int              `xml:"tests,attr"`
+	Failures   int              `xml:"failures,attr"`
+	Errors     int              `xml:"errors,attr"`
+	Time       string           `xml:"time,attr"`
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Cases      []junitCase      `xml:"testcase"`
+}
+
+type junitProperties struct {
+	Items []junitProperty `xml:"property"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
@@ -134,36 +207,75 @@ type junitProblem struct {
 
 // WriteJUnit writes one test case per experiment: an unmet expectation is
 // a failure listing the violated invariants and their evidence, a harness
-// error is an error.
+// error is an error. When experiments ran more than once, each has a test
+// suite of its own with a case per run, so the suite's tests, failures and
+// errors are its counts; its properties name the runs met and the outcomes
+// seen.
 func WriteJUnit(w io.Writer, run *Run) error {
-	s := junitSuite{Name: "chaosrun." + run.Runtime, Tests: len(run.Results), Time: secs(run.WallMS)}
-	for _, r := range run.Results {
-		c := junitCase{Name: r.Name, Classname: "chaosrun." + run.Runtime, SystemOut: "results: " + r.Dir,
-			Time: secs(r.Wall.Milliseconds())}
-		switch {
-		case r.Verdict == nil:
-			s.Errors++
-			c.Error = &junitProblem{Message: r.Error, Type: "harness"}
-		case !r.Met:
-			s.Failures++
-			c.Failure = &junitProblem{Message: strings.Join(r.Reasons, "; "), Type: r.Verdict.Verdict, Text: evidence(r.Verdict)}
+	class := "chaosrun." + run.Runtime
+	var suites []junitSuite
+	if !run.Repeated() {
+		s := junitSuite{Name: class, Time: secs(run.WallMS)}
+		for _, r := range run.Results {
+			s.add(junitCaseOf(r, class, r.Name))
 		}
-		if r.Verdict != nil {
-			c.Time = secs(r.Verdict.Figures.WallMS)
-			c.SystemOut += "\n" + judgementLines(r.Verdict)
+		suites = append(suites, s)
+	} else {
+		for _, t := range run.TallyRuns() {
+			s := junitSuite{Name: class + "." + t.Name, Properties: &junitProperties{Items: []junitProperty{
+				{Name: "met", Value: fmt.Sprintf("%d of %d", t.Met, t.Runs)}}}}
+			for _, o := range t.Outcomes {
+				s.Properties.Items = append(s.Properties.Items, junitProperty{Name: "outcome", Value: fmt.Sprintf("%s ×%d", o.Label(), o.Count)})
+			}
+			var ms int64
+			for _, r := range run.Results {
+				if r.Name == t.Name {
+					c := junitCaseOf(r, class+"."+t.Name, r.Label())
+					s.add(c)
+					ms += r.Wall.Milliseconds()
+				}
+			}
+			s.Time = secs(ms)
+			suites = append(suites, s)
 		}
-		s.Cases = append(s.Cases, c)
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
 	enc := xml.NewEncoder(w)
 	enc.Indent("", "  ")
-	if err := enc.Encode(junitSuites{Suites: []junitSuite{s}}); err != nil {
+	if err := enc.Encode(junitSuites{Suites: suites}); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// add appends c and counts it.
+func (s *junitSuite) add(c junitCase) {
+	s.Tests++
+	if c.Failure != nil {
+		s.Failures++
+	}
+	if c.Error != nil {
+		s.Errors++
+	}
+	s.Cases = append(s.Cases, c)
+}
+
+func junitCaseOf(r *ExperimentResult, class, name string) junitCase {
+	c := junitCase{Name: name, Classname: class, SystemOut: "results: " + r.Dir, Time: secs(r.Wall.Milliseconds())}
+	switch {
+	case r.Verdict == nil:
+		c.Error = &junitProblem{Message: r.Error, Type: "harness"}
+	case !r.Met:
+		c.Failure = &junitProblem{Message: strings.Join(r.Reasons, "; "), Type: r.Verdict.Verdict, Text: evidence(r.Verdict)}
+	}
+	if r.Verdict != nil {
+		c.Time = secs(r.Verdict.Figures.WallMS)
+		c.SystemOut += "\n" + judgementLines(r.Verdict)
+	}
+	return c
 }
 
 func secs(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }

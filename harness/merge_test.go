@@ -1,0 +1,111 @@
+package harness
+
+import (
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// saveShard writes a run folder as `run --shard` leaves it: run.json and
+// the reports, and each experiment's folder with its records and verdict.
+// Experiments named in unmet do not meet their expectation.
+func saveShard(t *testing.T, root, shard string, names []string, unmet ...string) string {
+	t.Helper()
+	run := &Run{ID: "shard-" + filepath.Base(root), Dir: filepath.Join(root, "run"), Runtime: "local", Parallel: 2, Shard: shard, WallMS: 3000}
+	for _, name := range names {
+		dir := filepath.Join(run.Dir, name)
+		v := saveExperiment(t, dir)
+		res := &ExperimentResult{Name: name, Dir: dir, Expected: check.Fail, Verdict: &v, Met: true}
+		for _, u := range unmet {
+			if u == name {
+				res.Met, res.Reasons = false, []string{"verdict is fail, expected pass"}
+			}
+		}
+		run.Results = append(run.Results, res)
+	}
+	require.NoError(t, writeReports(run))
+	return root // a shard's --out: the run folder is inside
+}
+
+func TestMergeJoinsShardsIntoOneRun(t *testing.T) {
+	tests := []struct {
+		name    string
+		unmet   []string
+		want    Outcome
+		met     int
+		failing int
+	}{
+		{"every expectation met", nil, AllMet, 3, 0},
+		{"one unmet in the second shard", []string{"charlie"}, NotMet, 2, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			one := saveShard(t, t.TempDir(), "1/2", []string{"alpha", "bravo"}, tc.unmet...)
+			two := saveShard(t, t.TempDir(), "2/2", []string{"charlie"}, tc.unmet...)
+			out := t.TempDir()
+			run, err := Merge(out, []string{two, one})
+			require.NoError(t, err)
+
+			assert.Equal(t, tc.want, run.Outcome())
+			require.Len(t, run.Results, 3)
+			for i, name := range []string{"alpha", "bravo", "charlie"} {
+				assert.Equal(t, name, run.Results[i].Name, "sorted by name")
+				assert.FileExists(t, filepath.Join(run.Dir, name, check.VerdictFile), "the folder is copied in")
+				assert.Equal(t, filepath.Join(run.Dir, name), run.Results[i].Dir)
+			}
+			assert.Equal(t, int64(3000), run.WallMS, "shards ran side by side")
+			assert.Equal(t, 4, run.Parallel)
+			assert.Len(t, run.Merged, 2)
+
+			summary, err := os.ReadFile(filepath.Join(run.Dir, SummaryFile))
+			require.NoError(t, err)
+			assert.Contains(t, string(summary), "merged from 2 runs")
+			assert.Contains(t, string(summary), fmt.Sprintf("**%d of 3 expectations met.**", tc.met))
+			var doc junitSuites
+			b, err := os.ReadFile(filepath.Join(run.Dir, JUnitFile))
+			require.NoError(t, err)
+			require.NoError(t, xml.Unmarshal(b, &doc))
+			require.Len(t, doc.Suites, 1)
+			assert.Equal(t, []int{3, tc.failing}, []int{doc.Suites[0].Tests, doc.Suites[0].Failures})
+			assert.FileExists(t, filepath.Join(run.Dir, RunFile))
+			assert.FileExists(t, filepath.Join(run.Dir, "index.html"))
+
+			again, err := Rejudge(run.Dir)
+			require.NoError(t, err, "the merged folder is a run folder report can judge")
+			assert.Len(t, again.Results, 3)
+		})
+	}
+}
+
+func TestMergeRefusesWhatIsNotOneSetOfShards(t *testing.T) {
+	shard := func(s string, names ...string) string { return saveShard(t, t.TempDir(), s, names) }
+	a1, b2, c2 := shard("1/2", "alpha"), shard("2/2", "bravo"), shard("2/2", "charlie")
+	tests := []struct {
+		name string
+		dirs []string
+		want string
+	}{
+		{"a shard missing", []string{a1}, "missing: 2/2; more than once: none"},
+		{"a shard twice", []string{a1, b2, c2}, "missing: none; more than once: 2/2"},
+		{"shards of two counts", []string{a1, b2, shard("3/3", "delta")}, "merge the shards of one count"},
+		{"a whole run among shards", []string{a1, b2, shard("", "echo")}, "2 of the 3 runs are shards"},
+		{"one experiment in two runs", []string{shard("", "alpha"), shard("", "alpha")}, "hold alpha"},
+		{"no run.json", []string{t.TempDir()}, "holds no run.json"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			_, err := Merge(out, tc.dirs)
+			require.ErrorIs(t, err, ErrInvalidResults)
+			assert.ErrorContains(t, err, tc.want)
+			entries, _ := os.ReadDir(out)
+			assert.Empty(t, entries, "nothing is written")
+		})
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"gopkg.in/yaml.v3"
 )
@@ -63,6 +64,9 @@ type Matrix struct {
 	Servers     []string // server targets, in table order
 	Scenarios   []Scenario
 	Cells       []Cell
+	// Share is the share of the cells the matrix holds ("2/4"; see
+	// Matrix.Shard), empty for all of them.
+	Share string
 }
 
 // Cell is one experiment of the matrix.
@@ -223,6 +227,23 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Shard returns the matrix with only the cells of shard s, chosen by their
+// experiments' names as s.Select chooses plans: the cells of m.Shard(s)
+// are those whose plans s.Select(m.Plans(o)) keeps, in the same order.
+func (m *Matrix) Shard(s harness.Shard) *Matrix {
+	names := make([]string, len(m.Cells))
+	for i, c := range m.Cells {
+		names[i] = c.Experiment.Name
+	}
+	out := *m
+	out.Cells = nil
+	for _, i := range s.Pick(names) {
+		out.Cells = append(out.Cells, m.Cells[i])
+	}
+	out.Share = s.String()
+	return &out
 }
 
 // Plans scales every cell's experiment, in cell order.

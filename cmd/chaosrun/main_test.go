@@ -82,6 +82,13 @@ func TestBadFlagsAreInvalidInput(t *testing.T) {
 		{[]string{"run", "--time-scale", "-1", path}, "--time-scale"},
 		{[]string{"run", "--parallel", "0", path}, "--parallel"},
 		{[]string{"run", "--no-such-flag", path}, "unknown flag"},
+		{[]string{"run", "--shard", "0/2", path}, `--shard: shard "0/2": I must be from 1 to N`},
+		{[]string{"run", "--shard", "2", path}, `--shard: shard "2": write I/N`},
+		{[]string{"run", "--repeat", "0", path}, "--repeat: must be at least 1"},
+		{[]string{"run", "--vary-seed", path}, "--vary-seed"},
+		{[]string{"matrix", "--shard", "3/2", path}, "--shard"},
+		{[]string{"merge"}, "merge: give the results folders to join"},
+		{[]string{"merge", filepath.Join(t.TempDir(), "missing")}, "merge"},
 		{[]string{"report", filepath.Join(t.TempDir(), "missing")}, "report"},
 		{[]string{"report"}, "report: give one results folder to judge again, as in: chaosrun report results/<run-id>"},
 	}

@@ -25,12 +25,20 @@ func newMatrixCmd() *cobra.Command {
 ` + defaultMatrix + `), runs them like 'run' does (each with its own results folder, which
 'chaosrun report' can judge again), and writes matrix.md and matrix.json into the run folder.
 Each cell's expectation records what the pair does today, so a change in an SDK's behaviour
-shows up as an unmet expectation and a non-zero exit code.`,
+shows up as an unmet expectation and a non-zero exit code.
+
+--shard I/N runs the I-th of N shares of the cells (sorted by their experiments' names, every
+N-th from the I-th on); its table holds those cells, and 'chaosrun merge' joins the shards'
+results and tables.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := defaultMatrix
 			if len(args) == 1 {
 				path = args[0]
+			}
+			o, err := f.overrides(cmd)
+			if err != nil {
+				return err
 			}
 			m, err := matrix.Load(path)
 			if errors.Is(err, spec.ErrInvalid) {
@@ -39,15 +47,12 @@ shows up as an unmet expectation and a non-zero exit code.`,
 			if err != nil {
 				return withCode(exitHarness, err)
 			}
-			o, err := f.overrides(cmd)
-			if err != nil {
-				return err
-			}
 			run, err := f.execute(cmd, m.Plans(o))
 			if err != nil {
 				return err
 			}
-			table, err := matrix.Tabulate(m, run, implementations())
+			shard, _ := f.parsedShard() // checked by overrides
+			table, err := matrix.Tabulate(m.Shard(shard), run, implementations())
 			if err == nil {
 				err = table.Save(run.Dir)
 			}

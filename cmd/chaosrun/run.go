@@ -23,6 +23,9 @@ type runFlags struct {
 	junit     string
 	quiet     bool
 	verbose   bool
+	shard     string
+	repeat    int
+	varySeed  bool
 	docker    dockerFlags
 }
 
@@ -33,7 +36,16 @@ func newRunCmd() *cobra.Command {
 		Short: "Run experiments (files or folders; default experiments/) and judge them",
 		Long: `Run starts each experiment's ledger, server, proxy and client, injects its faults on schedule,
 judges the run from the ledger and the histories, and writes results/<run-id>/ (summary.md,
-junit.xml, run.json, and a folder per experiment). Every file is validated before anything runs.`,
+junit.xml, run.json, and a folder per experiment). Every file is validated before anything runs.
+
+--repeat N runs every experiment N times, each run with its own agents, ports and folder
+(<name>.r<k>), on the same seed unless --vary-seed gives run k the seed plus k-1; the summary,
+run.json and junit.xml count per experiment the runs that met their expectation and the distinct
+outcomes seen, linking every run's folder.
+
+--shard I/N runs the I-th of N shares of the experiments: sorted by name, shard I takes every
+N-th from the I-th on, so the shards cover every experiment once and differ in size by at most
+one. 'chaosrun merge' joins the shards' results.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			exps, err := loadExperiments(args)
 			if err != nil {
@@ -43,6 +55,8 @@ junit.xml, run.json, and a folder per experiment). Every file is validated befor
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().IntVar(&f.repeat, "repeat", 1, "run every experiment this many times and count how often it meets its expectation")
+	cmd.Flags().BoolVar(&f.varySeed, "vary-seed", false, "with --repeat, run k uses the seed plus k-1 (another fault schedule each run)")
 	return cmd
 }
 
@@ -57,6 +71,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.junit, "junit", "", "also write the JUnit report to this path")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines, only the summary")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "agents log at debug level; progress names every agent's URL and log")
+	fl.StringVar(&f.shard, "shard", "", "run only share I of N of the experiments (I/N, as in 2/4): sorted by name, every N-th from the I-th")
 	_ = cmd.RegisterFlagCompletionFunc("runtime", cobra.FixedCompletions(
 		[]string{"local\tagents as child processes on 127.0.0.1", "docker\tagents in containers on a private network"},
 		cobra.ShellCompDirectiveNoFileComp))
@@ -77,7 +92,28 @@ func (f *runFlags) overrides(cmd *cobra.Command) (spec.Overrides, error) {
 	if f.parallel < 1 {
 		return o, withCode(exitInvalid, fmt.Errorf("--parallel: must be at least 1, got %d", f.parallel))
 	}
+	if cmd.Flags().Changed("repeat") && f.repeat < 1 {
+		return o, withCode(exitInvalid, fmt.Errorf("--repeat: must be at least 1, got %d", f.repeat))
+	}
+	if f.varySeed && f.repeat < 2 {
+		return o, withCode(exitInvalid, errors.New("--vary-seed: varies the seed from one repetition to the next; give --repeat N with N of 2 or more"))
+	}
+	if _, err := f.parsedShard(); err != nil {
+		return o, err
+	}
 	return o, nil
+}
+
+// parsedShard is --shard, the whole set when it is not given.
+func (f *runFlags) parsedShard() (harness.Shard, error) {
+	if f.shard == "" {
+		return harness.Shard{}, nil
+	}
+	s, err := harness.ParseShard(f.shard)
+	if err != nil {
+		return s, withCode(exitInvalid, fmt.Errorf("--shard: %w", err))
+	}
+	return s, nil
 }
 
 func (f *runFlags) run(cmd *cobra.Command, exps []*spec.Experiment) error {
@@ -96,10 +132,14 @@ func (f *runFlags) run(cmd *cobra.Command, exps []*spec.Experiment) error {
 	return finish(cmd, run, f.junit)
 }
 
-// execute runs plans with the flags' runtime, parallelism and output.
-func (f *runFlags) execute(cmd *cobra.Command, plans []*spec.Plan) (*harness.Run, error) {
+// execute runs the flags' shard of plans with their runtime, parallelism
+// and output.
+func (f *runFlags) execute(cmd *cobra.Command, all []*spec.Plan) (*harness.Run, error) {
+	shard, _ := f.parsedShard() // checked by overrides
+	plans := shard.Select(all)
 	var problems []spec.Problem
-	for _, p := range plans {
+	for _, p := range all { // every shard validates all, so all agree
+
 		var se *spec.Error
 		if errors.As(p.Experiment.CheckRuntime(f.runtime), &se) {
 			problems = append(problems, se.Problems...)
@@ -113,9 +153,13 @@ func (f *runFlags) execute(cmd *cobra.Command, plans []*spec.Plan) (*harness.Run
 		return nil, err
 	}
 	opts := harness.Options{Out: f.out, Runtime: f.runtime, NewRuntime: factory, Parallel: f.parallel,
-		Progress: cmd.ErrOrStderr(), Verbose: f.verbose, Terminal: isTerminal(cmd.ErrOrStderr())}
+		Progress: cmd.ErrOrStderr(), Verbose: f.verbose, Terminal: isTerminal(cmd.ErrOrStderr()),
+		Repeat: f.repeat, VarySeed: f.varySeed, Shard: shard}
 	if f.quiet {
 		opts.Progress = nil
+	}
+	if !shard.Whole() && len(plans) == 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "chaosrun: shard %s holds none of the %d experiments; it records an empty run\n", shard, len(all))
 	}
 	run, err := harness.Execute(cmd.Context(), opts, plans)
 	if err != nil {

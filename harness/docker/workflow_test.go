@@ -37,6 +37,11 @@ func TestNightlyWorkflowPassesActionlint(t *testing.T) {
 		"--runtime docker", "--junit results/junit.xml", "actions/upload-artifact@", "mikepenz/action-junit-report@",
 		"pull_request:", `- "targets/**"`, `- "faults/**"`, `- "harness/**"`, `CHAOSRUN_REQUIRE_CHROMIUM: "1"`,
 		"apt-get install -y -qq chromium", "bin/chaosrun matrix", "scripts/compose-demo",
+		// The library and the matrix run as shards of a job matrix, merged
+		// by a final job that needs them; the fuzz targets run nightly.
+		"shard: [1, 2, 3, 4]", "--shard ${{ matrix.shard }}/4", "needs: experiments", "actions/download-artifact@",
+		"pattern: chaosrun-shard-*", "bin/chaosrun merge --out results/library --junit results/junit.xml shards/*/library",
+		"shards/*/matrix", "scripts/fuzz 2m",
 	} {
 		assert.Contains(t, string(content), want)
 	}

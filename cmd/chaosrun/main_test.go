@@ -87,6 +87,7 @@ func TestBadFlagsAreInvalidInput(t *testing.T) {
 		{[]string{"run", "--repeat", "0", path}, "--repeat: must be at least 1"},
 		{[]string{"run", "--vary-seed", path}, "--vary-seed"},
 		{[]string{"matrix", "--shard", "3/2", path}, "--shard"},
+		{[]string{"matrix", "--shard", "1/2", "--publish", "docs/m.md", path}, "--publish: a shard's table"},
 		{[]string{"merge"}, "merge: give the results folders to join"},
 		{[]string{"merge", filepath.Join(t.TempDir(), "missing")}, "merge"},
 		{[]string{"report", filepath.Join(t.TempDir(), "missing")}, "report"},

@@ -40,6 +40,9 @@ results and tables.`,
 			if err != nil {
 				return err
 			}
+			if publish != "" && f.shard != "" {
+				return withCode(exitInvalid, errors.New("--publish: a shard's table holds only its share of the cells; publish the whole matrix, without --shard"))
+			}
 			m, err := matrix.Load(path)
 			if errors.Is(err, spec.ErrInvalid) {
 				return withCode(exitInvalid, err)

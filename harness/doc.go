@@ -4,6 +4,11 @@
 // effect to settle, collects the histories, the ledger and the fault log,
 // judges them with the checker, and writes the results folder.
 //
+// A run can repeat every experiment (Options.Repeat; Run.TallyRuns counts
+// how often each met its expectation, from the verdicts), take a share of
+// them (Shard, for runs split across machines), and join saved runs into one
+// (Merge), whose reports are those one run of them all would have written.
+//
 // Subpackages own the pieces: spec (experiment files), agent (the runtime
 // contract), local and docker (runtimes), check (the checker), balancer
 // (nginx and HAProxy between the fault proxy and the server replicas) and

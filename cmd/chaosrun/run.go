@@ -139,7 +139,6 @@ func (f *runFlags) execute(cmd *cobra.Command, all []*spec.Plan) (*harness.Run, 
 	plans := shard.Select(all)
 	var problems []spec.Problem
 	for _, p := range all { // every shard validates all, so all agree
-
 		var se *spec.Error
 		if errors.As(p.Experiment.CheckRuntime(f.runtime), &se) {
 			problems = append(problems, se.Problems...)

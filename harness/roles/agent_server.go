@@ -117,7 +117,7 @@ func newServerAgentCmd() *cobra.Command {
 	fl.DurationVar(&f.cfg.Keepalive, "keepalive", 0, "SSE comment interval; 0 = none")
 	fl.DurationVar(&f.cfg.Retry, "retry", 0, "retry field of 2025-11-25 streams; 0 = omit")
 	fl.DurationVar(&f.cfg.DefaultChargeDuration, "charge-duration", time.Second, "charge duration when a call gives none")
-	fl.StringSliceVar(&f.allowedOrigin, "allowed-origin", nil, "allowed Origin values (repeatable); empty allows any")
+	fl.StringSliceVar(&f.allowedOrigin, "allowed-origin", nil, "Origin values allowed besides loopback ones (repeatable); * allows any")
 	fl.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running tools may finish")
 	fl.StringArrayVar(&f.command, "command", nil, "target command: the command and its arguments, one flag each")
 	fl.StringVar(&f.fixedAddr, "listen", "", "target command: the fixed host:port the command listens on, instead of --addr")

@@ -59,8 +59,9 @@ type Config struct {
 	// DefaultChargeDuration is how long charge runs when the call gives no
 	// duration_ms.
 	DefaultChargeDuration time.Duration
-	// AllowedOrigins, when non-empty, answers 403 to a request whose Origin
-	// header is present and not listed.
+	// AllowedOrigins widens the Origin check: a request whose Origin header
+	// is present answers 403 unless the origin is on a loopback host or is
+	// listed here (scheme and host case-insensitive); "*" allows any.
 	AllowedOrigins []string
 	// Recorder receives tool side effects and server observations; nil is
 	// a fresh sideeffects.NewMemory().

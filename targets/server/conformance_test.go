@@ -76,6 +76,10 @@ func TestStatusCodes(t *testing.T) {
 		{"disallowed Origin", post("", "", init).with("Origin", "https://evil.example"), 403, errForbiddenOrigin, 0},
 		{"disallowed Origin on control", request{method: http.MethodGet, path: "/control/status", h: http.Header{"Origin": {"https://evil.example"}}}, 403, errForbiddenOrigin, 0},
 		{"allowed Origin", post("", "", init).with("Origin", "https://ok.example"), 200, "", 0},
+		{"allowed Origin, host in capitals", post("", "", init).with("Origin", "HTTPS://OK.Example"), 200, "", 0},
+		{"allowed Origin, explicit default port", post("", "", init).with("Origin", "https://ok.example:443"), 200, "", 0},
+		{"allowed host on another port", post("", "", init).with("Origin", "https://ok.example:8443"), 403, errForbiddenOrigin, 0},
+		{"allowed host over http", post("", "", init).with("Origin", "http://ok.example"), 403, errForbiddenOrigin, 0},
 		{"text/plain body", post(s11, v11, listTools).with("Content-Type", "text/plain"), 415, errUnsupportedMediaType, 0},
 		{"no Content-Type", post(s11, v11, listTools).without("Content-Type"), 415, errUnsupportedMediaType, 0},
 		{"JSON with charset", post(s11, v11, listTools).with("Content-Type", "application/json; charset=utf-8"), 200, "", 0},
@@ -139,6 +143,61 @@ func TestStatusCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOriginByDefault holds the DNS-rebinding defence of a server
+// configured with no origins: absent and loopback origins only.
+func TestOriginByDefault(t *testing.T) {
+	ts := startServer(t, Config{})
+	init := initBody(t, mcpwire.Version20251125, "c")
+	tests := []struct {
+		origin string // "" sends none
+		status int
+	}{
+		{"", 200},
+		{"http://localhost", 200},
+		{"http://LocalHost:6274", 200},
+		{"https://app.localhost:3000", 200},
+		{"http://127.0.0.1:8080", 200},
+		{"http://127.9.9.9", 200},
+		{"http://[::1]:9000", 200},
+		{"http://evil.example", 403},
+		{"http://localhost.evil.example", 403},
+		{"http://127.0.0.1.nip.io", 403},
+		{"http://10.0.0.1", 403},
+		{"null", 403},
+		{"file://localhost", 403},
+		{"http://localhost/path", 403},
+		{"not a url", 403},
+	}
+	for _, tc := range tests {
+		t.Run("origin "+tc.origin, func(t *testing.T) {
+			req := post("", "", init)
+			if tc.origin != "" {
+				req = req.with("Origin", tc.origin)
+			}
+			resp := ts.do(t, context.Background(), req.method, "", req.h, req.body)
+			require.Equal(t, tc.status, resp.StatusCode)
+			if tc.status == http.StatusForbidden {
+				var body errorBody
+				require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+				assert.Equal(t, errForbiddenOrigin, body.Error)
+			}
+		})
+	}
+	t.Run("two Origin headers", func(t *testing.T) {
+		req := post("", "", init)
+		req.h.Add("Origin", "http://localhost")
+		req.h.Add("Origin", "http://localhost")
+		resp := ts.do(t, context.Background(), req.method, "", req.h, req.body)
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	})
+	t.Run("wildcard", func(t *testing.T) {
+		open := startServer(t, Config{AllowedOrigins: []string{"*"}})
+		req := post("", "", init).with("Origin", "http://evil.example")
+		resp := open.do(t, context.Background(), req.method, "", req.h, req.body)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+	})
 }
 
 func TestParseErrorHasNullID(t *testing.T) {

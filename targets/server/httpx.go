@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"mime"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,15 +137,69 @@ func parseEventID(vals []string) (int64, bool) {
 	return n, err == nil
 }
 
+// allowedOrigin applies the DNS-rebinding defence every revision asks for
+// (MUST answer 403 to an invalid Origin): a request without Origin is
+// allowed, and so is one whose origin is http or https on a loopback host
+// (localhost, 127.0.0.0/8, ::1) or matches an entry of allowed. Schemes and
+// hosts compare case-insensitively, ports exactly (an absent port is the
+// scheme's default); the entry "*" allows every origin. "null" and
+// anything unparsable are refused.
 func allowedOrigin(allowed []string, h http.Header) bool {
-	if len(allowed) == 0 {
-		return true
-	}
 	origins := h.Values("Origin")
-	if len(origins) == 0 {
+	switch len(origins) {
+	case 0:
+		return true
+	case 1:
+	default:
+		return false
+	}
+	o, ok := parseOrigin(origins[0])
+	if !ok {
+		return slices.Contains(allowed, "*")
+	}
+	if o.loopback() {
 		return true
 	}
-	return len(origins) == 1 && slices.Contains(allowed, origins[0])
+	for _, a := range allowed {
+		if a == "*" {
+			return true
+		}
+		if ao, ok := parseOrigin(a); ok && ao == o {
+			return true
+		}
+	}
+	return false
+}
+
+// origin is a parsed Origin: lower-case scheme and host, explicit port.
+type origin struct{ scheme, host, port string }
+
+func parseOrigin(v string) (origin, bool) {
+	u, err := url.Parse(strings.TrimSpace(v))
+	if err != nil || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return origin{}, false
+	}
+	o := origin{scheme: strings.ToLower(u.Scheme), host: strings.ToLower(u.Hostname()), port: u.Port()}
+	if o.port == "" {
+		switch o.scheme {
+		case "http":
+			o.port = "80"
+		case "https":
+			o.port = "443"
+		}
+	}
+	return o, o.host != ""
+}
+
+func (o origin) loopback() bool {
+	if o.scheme != "http" && o.scheme != "https" {
+		return false
+	}
+	if o.host == "localhost" || strings.HasSuffix(o.host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(o.host)
+	return err == nil && ip.IsLoopback()
 }
 
 // writeSSEHeaders writes the header of an SSE response without flushing it:

@@ -413,6 +413,9 @@ func (a *accountant) historyRecord(line int, h *history.Record) {
 		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID, unknown: true, read: h.Result == history.ResultRead})
 	case history.KindGap:
 		g := gapRef{from: h.FromEventID, to: h.ToEventID, line: line}
+		if g.to == 0 { // open-ended: no head was named
+			g.to = math.MaxInt64
+		}
 		if h.RequestID == "" {
 			a.sessGaps[h.Session] = append(a.sessGaps[h.Session], g)
 		} else {

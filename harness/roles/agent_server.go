@@ -115,7 +115,7 @@ func newServerAgentCmd() *cobra.Command {
 	fl.StringVar(&f.cfg.StoreOwner, "store-owner", "", "the redis event store: this replica's stable name")
 	fl.DurationVar(&f.cfg.SessionTTL, "session-ttl", 10*time.Minute, "idle session TTL; 0 = never")
 	fl.DurationVar(&f.cfg.Keepalive, "keepalive", 0, "SSE comment interval; 0 = none")
-	fl.DurationVar(&f.cfg.Retry, "retry", 0, "retry field of 2025-11-25 streams; 0 = omit")
+	fl.DurationVar(&f.cfg.Retry, "retry", 0, "retry field of 2025-11-25 streams and of the shutdown hint; 0 = 1s")
 	fl.DurationVar(&f.cfg.DefaultChargeDuration, "charge-duration", time.Second, "charge duration when a call gives none")
 	fl.StringSliceVar(&f.allowedOrigin, "allowed-origin", nil, "Origin values allowed besides loopback ones (repeatable); * allows any")
 	fl.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running tools may finish")

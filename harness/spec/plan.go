@@ -6,6 +6,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/internal/dur"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
@@ -78,6 +79,10 @@ type ClientPlan struct {
 	ReadTimeout time.Duration
 }
 
+// defaultRetry is the server's retry field when the file sets none, in the
+// experiment's real-world time: it scales like every other duration.
+const defaultRetry = dur.Duration(time.Second)
+
 // Plan scales the experiment. Overrides replace the file's seed and time
 // scale.
 func (x *Experiment) Plan(o Overrides) *Plan {
@@ -90,6 +95,9 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 	}
 	f := p.TimeScale
 	s := x.Server
+	if s.Retry == 0 {
+		s.Retry = defaultRetry
+	}
 	p.Server = ServerPlan{
 		Target: s.Target, Replicas: s.Replicas, RetentionEvents: s.RetentionEvents, RetentionAge: s.RetentionAge.Scale(f),
 		OnUnresumable: s.OnUnresumable, EventStore: s.EventStore, SessionTTL: s.SessionTTL.Scale(f),

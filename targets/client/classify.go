@@ -104,7 +104,8 @@ type Action struct {
 	Kind ActionKind
 	// LastEventID is the id to resume after (Reconnect, ReconnectAtHead).
 	LastEventID string
-	// Gap is the range of events the server reported lost (ReconnectAtHead).
+	// Gap is the range of events the server reported lost (ReconnectAtHead;
+	// GiveUp with To "" when the server named no head).
 	Gap *Gap
 	// Reason says why the outcome is unknown (GiveUp).
 	Reason string
@@ -120,8 +121,9 @@ type Gap struct {
 // Classify applies the incident record's decision procedure to a close:
 // transport errors and 5xx reconnect from the persisted event id (or give up
 // when none was persisted), 404 reinitializes, 410 and a 409 naming a head id
-// reconnect at the head behind a gap, a 409 without a head id retries on the
-// same cursor, a close event stops, and anything else gives up.
+// reconnect at the head behind a gap, a 409 or 410 without a head id gives
+// up behind an open-ended gap, a close event stops, and anything else gives
+// up.
 func Classify(c Close) Action {
 	switch {
 	case c.CloseEvent:
@@ -143,21 +145,24 @@ func reconnectFrom(c Close) Action {
 	return Action{Kind: Reconnect, LastEventID: c.LastEventID}
 }
 
-// eventsLost handles 409 and 410. A 409 without a head id means the stream
-// is still attached to a connection the server has not yet seen close, so
-// nothing is known lost and the same cursor is tried again.
+// eventsLost handles 409 and 410, both "events lost" as the incident record
+// reads them. With a head id the client reconnects there behind the gap.
+// Without one it cannot reconnect safely, and the same cursor would meet
+// the same answer: it gives up, surfacing an open-ended gap after its
+// cursor.
 func eventsLost(c Close) Action {
 	head, reason := parseLost(c.Body)
-	switch {
-	case head != "":
-		if reason == "" {
-			reason = c.Class()
-		}
-		return Action{Kind: ReconnectAtHead, LastEventID: head, Gap: &Gap{From: c.LastEventID, To: head, Reason: reason}}
-	case c.Status == http.StatusConflict:
-		return reconnectFrom(c)
+	if reason == "" {
+		reason = c.Class()
 	}
-	return Action{Kind: GiveUp, Reason: "events lost and no head_event_id given: cannot reconnect at head safely"}
+	if head != "" {
+		return Action{Kind: ReconnectAtHead, LastEventID: head, Gap: &Gap{From: c.LastEventID, To: head, Reason: reason}}
+	}
+	return Action{
+		Kind:   GiveUp,
+		Reason: fmt.Sprintf("events lost (%s) and no head_event_id given: cannot reconnect at head safely", c.Class()),
+		Gap:    &Gap{From: c.LastEventID, Reason: reason},
+	}
 }
 
 // parseLost reads where to reconnect from a 409/410 body, and its error;

@@ -37,10 +37,12 @@
 //     honour. That refines the record's "reconnect at head": the gap holds
 //     only the evicted events, and a result written while the client was
 //     away (the stream's newest event) is still delivered.
-//   - 409 without a head id: the server still holds the old connection to
-//     the stream. This refines the incident record's rule (which reads every
-//     409 as lost events): nothing is lost yet, so the client retries on the
-//     same cursor with backoff.
+//   - 409 or 410 without a head id: events were lost and the server named
+//     no place to reconnect. The client records an open-ended gap after its
+//     cursor and the call is unknown: retrying the same cursor would meet
+//     the same answer. (The reference server no longer answers a half-open
+//     connection's stream with 409: the newer connection takes it over, so
+//     409 keeps the incident record's meaning.)
 //   - an SSE close event: the session is ending; the call is unknown, the
 //     remaining calls are not made and the client stops.
 //   - any other status: unknown, because guessing would risk a duplicate.

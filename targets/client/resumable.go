@@ -234,6 +234,9 @@ func (r *resumable) follow(ctx context.Context, s *stream, x *exchange, cl Close
 		case Reinitialize:
 			return r.sessionGone(s)
 		case GiveUp:
+			if act.Gap != nil {
+				r.surfaceGap(s, act.Gap)
+			}
 			return false, r.settle(s, unknownOutcome(act.Reason))
 		case ReconnectAtHead:
 			if err := r.gap(s, act.Gap); err != nil {
@@ -290,15 +293,20 @@ func (r *resumable) reconnect(ctx context.Context, s *stream, attempt int) (*exc
 // gap surfaces the events the server reported lost and moves the cursor
 // to the head it named.
 func (r *resumable) gap(s *stream, g *Gap) error {
-	r.record(history.Record{
-		Kind: history.KindGap, Call: s.call.ID, Session: s.session, RequestID: s.requestID,
-		FromEventID: mcpwire.EventNumber(g.From), ToEventID: mcpwire.EventNumber(g.To), Reason: g.Reason,
-	})
+	r.surfaceGap(s, g)
 	if err := s.persist(g.To); err != nil {
 		return err
 	}
 	s.lastID = g.To
 	return nil
+}
+
+// surfaceGap records a gap; To "" records it open-ended.
+func (r *resumable) surfaceGap(s *stream, g *Gap) {
+	r.record(history.Record{
+		Kind: history.KindGap, Call: s.call.ID, Session: s.session, RequestID: s.requestID,
+		FromEventID: mcpwire.EventNumber(g.From), ToEventID: mcpwire.EventNumber(g.To), Reason: g.Reason,
+	})
 }
 
 // sessionGone handles a 404: the session is dropped; the call is invoked

@@ -229,37 +229,38 @@ func TestResumableGapReconnectsAtHead(t *testing.T) {
 	}
 }
 
-func TestResumable409AttachedRetriesSameCursor(t *testing.T) {
-	s := newScript(t)
-	s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcpwire.Message, _ int) {
-		sse(w)
-		priming(t, w, "1", 0)
-		reset(t, w)
-	}
-	s.onGet = func(w http.ResponseWriter, _ *http.Request, n int) {
-		if n < 3 {
-			w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
-			w.WriteHeader(http.StatusConflict)
-			_, _ = w.Write([]byte(`{"error":"stream_attached"}`))
-			return
-		}
-		sse(w)
-		result(t, w, "2", lastCallID(s), okResult())
-	}
-	g := newRig(s.url())
-	require.NoError(t, runClient(t, TargetResumable, g, charge("c1-1")))
+// TestResumableLostWithoutHeadNeverLoops: a 409 or 410 naming no head id
+// is surfaced as an open-ended gap and an unknown outcome after one try,
+// never retried on the same cursor.
+func TestResumableLostWithoutHeadNeverLoops(t *testing.T) {
+	for _, status := range []int{http.StatusConflict, http.StatusGone} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			s := newScript(t)
+			s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcpwire.Message, _ int) {
+				sse(w)
+				priming(t, w, "1", 0)
+				reset(t, w)
+			}
+			s.onGet = func(w http.ResponseWriter, _ *http.Request, _ int) {
+				w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
+				w.WriteHeader(status)
+				_, _ = w.Write([]byte(`{"error":"stream_attached"}`))
+			}
+			g := newRig(s.url())
+			require.NoError(t, runClient(t, TargetResumable, g, charge("c1-1")))
 
-	gets := s.requests(http.MethodGet)
-	require.Len(t, gets, 3)
-	for _, r := range gets {
-		assert.Equal(t, "1", r.lastEventID)
+			require.Len(t, s.requests(http.MethodGet), 1, "one try: the same cursor would meet the same answer")
+			recs := g.history(t)
+			gaps := kinds(recs, history.KindGap)
+			require.Len(t, gaps, 1)
+			assert.Equal(t, int64(1), gaps[0].FromEventID)
+			assert.Zero(t, gaps[0].ToEventID, "open-ended: no head was named")
+			unk := kinds(recs, history.KindUnknown)
+			require.Len(t, unk, 1)
+			assert.Contains(t, unk[0].Reason, "no head_event_id")
+			assert.Empty(t, kinds(recs, history.KindOK))
+		})
 	}
-	recs := g.history(t)
-	assert.Empty(t, kinds(recs, history.KindGap))
-	rc := kinds(recs, history.KindReconnect)
-	require.Len(t, rc, 3)
-	assert.Equal(t, []int{1, 2, 3}, []int{rc[0].Attempt, rc[1].Attempt, rc[2].Attempt})
-	require.Len(t, kinds(recs, history.KindOK), 1)
 }
 
 func TestResumableCloseEventStops(t *testing.T) {

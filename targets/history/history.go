@@ -82,11 +82,13 @@ type Record struct {
 	Seq         int64  `json:"seq,omitempty"`
 	LastEventID int64  `json:"last_event_id,omitempty"`
 	FromEventID int64  `json:"from_event_id,omitempty"`
-	ToEventID   int64  `json:"to_event_id,omitempty"`
-	DelayUS     int64  `json:"delay_us,omitempty"`
-	Result      string `json:"result,omitempty"`
-	Reason      string `json:"reason,omitempty"`
-	Detail      string `json:"detail,omitempty"`
+	// ToEventID ends a gap (from, to]; 0 is open-ended: the server said
+	// events were lost but named no head, so everything after from is.
+	ToEventID int64  `json:"to_event_id,omitempty"`
+	DelayUS   int64  `json:"delay_us,omitempty"`
+	Result    string `json:"result,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Detail    string `json:"detail,omitempty"`
 
 	_ struct{} // keyed literals only: the record grows
 }

@@ -30,6 +30,10 @@ const (
 	EventStoreRedis = "redis"
 )
 
+// DefaultRetry is Config.Retry when none is set: a client told to come back
+// after a second does not hammer a restarting server.
+const DefaultRetry = time.Second
+
 // Config configures a [Server]. The zero value is a valid in-memory server
 // with unbounded retention.
 type Config struct {
@@ -53,8 +57,9 @@ type Config struct {
 	// Keepalive writes an SSE comment this often on every open SSE
 	// connection; 0 is off.
 	Keepalive time.Duration
-	// Retry is sent as the `retry:` field of priming events on 2025-11-25
-	// streams; 0 omits it.
+	// Retry is the `retry:` field of priming events on 2025-11-25 streams,
+	// and of the hint sent when the server ends a stream on shutdown; 0 is
+	// DefaultRetry.
 	Retry time.Duration
 	// DefaultChargeDuration is how long charge runs when the call gives no
 	// duration_ms.
@@ -91,6 +96,9 @@ func (c *Config) validate() error {
 	nonNegative("keepalive", c.Keepalive)
 	nonNegative("retry", c.Retry)
 	nonNegative("default_charge_duration", c.DefaultChargeDuration)
+	if c.Retry == 0 {
+		c.Retry = DefaultRetry
+	}
 	switch c.OnUnresumable {
 	case "":
 		c.OnUnresumable = OnUnresumableGone

@@ -405,12 +405,12 @@ func firstLine(t *testing.T, s *stream) string {
 	return strings.TrimSuffix(line, "\n")
 }
 
-func TestNoRetryFieldWhenUnset(t *testing.T) {
+func TestRetryFieldByDefault(t *testing.T) {
 	ts := startServer(t, Config{})
 	sid, v := ts.initialize(t, mcpwire.Version20251125)
 	first := ts.open(t, http.MethodPost, headers(sid, v), listTools).next(t)
 	assert.Empty(t, first.Data)
-	assert.Zero(t, first.Retry)
+	assert.Equal(t, DefaultRetry, first.Retry)
 }
 
 func TestResponseModes(t *testing.T) {
@@ -663,4 +663,65 @@ func TestKeepaliveCommentsArrive(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 3, comments, "keepalive comments on a POST stream while the tool runs")
+}
+
+// TestShutdownDrainsMemoryStore holds SIGTERM with the memory store: a
+// result that finishes during the drain reaches the client before its
+// stream closes, and a stream the server ends gets a retry hint.
+func TestShutdownDrainsMemoryStore(t *testing.T) {
+	ts := startServer(t, Config{Retry: 250 * time.Millisecond})
+	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	g := get(sid, v)
+	standalone := ts.open(t, g.method, g.h, "")
+	standalone.next(t)
+	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 200})
+	s.next(t)
+	shut := make(chan error, 1)
+	go func() { shut <- ts.Shutdown(context.Background()) }()
+
+	tail, err := io.ReadAll(standalone.resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "retry: 250\n\n", string(tail), "the standalone stream ends at once, with a retry hint")
+	got := sortEvents(t, s.rest(t))
+	require.Len(t, got.responses, 1, "the result finished during the drain and was delivered")
+	_, sc := toolResult(t, got.responses[0])
+	assert.Equal(t, true, sc["charged"])
+	require.NoError(t, <-shut)
+	closed := ts.records(sideeffects.KindSessionClosed, nil)
+	require.Len(t, closed, 1)
+	assert.Equal(t, reasonShutdown, closed[0].Reason)
+}
+
+// TestShutdownDeadlineEndsStreamsWithRetryHint: a stream whose call outlives
+// the drain ends with a retry hint, not a bare close.
+func TestShutdownDeadlineEndsStreamsWithRetryHint(t *testing.T) {
+	ts := startServer(t, Config{})
+	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 10000})
+	s.next(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- ts.Shutdown(ctx) }()
+	tail, _ := io.ReadAll(s.resp.Body)
+	assert.Equal(t, "retry: 1000\n\n", string(tail))
+	require.ErrorIs(t, <-shut, context.DeadlineExceeded)
+}
+
+// TestResumedStreamStartsWithPriming: every stream the server opens on
+// 2025-11-25 starts with a priming event, a resumed one too: it repeats the
+// cursor, so a resumed connection cut before any event still leaves the
+// client a cursor and a retry hint.
+func TestResumedStreamStartsWithPriming(t *testing.T) {
+	ts := startServer(t, Config{Retry: 300 * time.Millisecond})
+	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 5000})
+	cursor := s.next(t).ID
+	s.cut()
+	h := get(sid, v).h
+	h.Set(mcpwire.HeaderLastEventID, cursor)
+	first := ts.open(t, http.MethodGet, h, "").next(t)
+	assert.Equal(t, cursor, first.ID)
+	assert.Empty(t, first.Data)
+	assert.Equal(t, 300*time.Millisecond, first.Retry)
 }

@@ -15,6 +15,12 @@
 // (Mcp-Session-Id, hex) and negotiates the client's version when supported,
 // else the latest.
 //
+// The Origin header is checked first, on every path: absent, or http(s)
+// on a loopback host (localhost, *.localhost, 127.0.0.0/8, ::1), or listed
+// in Config.AllowedOrigins ("*" allows any; scheme and host compare
+// case-insensitively, ports exactly) passes; anything else is a DNS
+// rebinding attempt and gets 403.
+//
 // Checks run in a fixed order and the first failing one answers: Origin not
 // allowed (403), method (405), shutting down (503), Content-Type (415),
 // Accept (406), body over 4 MiB (413), unparsable body (400 with a JSON-RPC
@@ -38,11 +44,22 @@
 // viewport onto a stream: when it drops, the stream and the tool behind it
 // carry on, and a GET with Last-Event-ID replays that stream's events after
 // the id, then continues live (for a POST stream, until its response is
-// written). A stream takes one connection at a time: a second gets 409
-// {"error":"stream_attached"} after a short grace for a dead connection to
-// be noticed. On 2025-11-25 sessions every newly opened stream starts with
-// a priming event (an id, empty data) carrying `retry:` when Config.Retry
-// is set.
+// written). A stream takes one connection at a time, and the newer
+// connection wins: a client reconnects because it believes its old
+// connection dead, while the server often still holds it half-open (a load
+// balancer cut it without a word), so the old connection is ended (its
+// writes failed after 100 ms) and the new one replays from its cursor. 409
+// {"error":"stream_attached"} is left only for an old connection that has
+// not let go after 2 s. That keeps 409 for what the incident record reads
+// it as (events lost): the resumable client surfaces a 409 or 410 that
+// names no head id as a loss and never retries the same cursor.
+//
+// On 2025-11-25 sessions every stream the server opens starts with a
+// priming event (an id, empty data, `retry:`): a new stream with a fresh
+// id, a resumed one with its cursor repeated (the Last-Event-ID, or the
+// head under silent_head), so that a resumed connection cut before its
+// first event still leaves the client a cursor and a retry time.
+// Config.Retry is DefaultRetry (1 s) unless set.
 //
 // Retention keeps at most Config.RetentionEvents events per session and
 // none older than Config.RetentionAge. A Last-Event-ID L on stream S is
@@ -99,6 +116,15 @@
 // idle it expires: later requests get 404 and the ledger records
 // session_closed "expired". The control endpoint can expire a session, or
 // terminate it with an SSE `close` event on its attached connections.
+//
+// # Shutdown
+//
+// Shutdown (SIGTERM in the agent) refuses new requests with 503 and ends
+// standalone streams with a retry hint (an SSE block holding only
+// `retry:`), then drains: running tools finish and their results are
+// written on the connections still attached, whatever the store. When the
+// drain deadline passes, the remaining connections get the retry hint and
+// end, and the tools still running are cancelled, their calls unresolved.
 //
 // # Stores and restarts
 //

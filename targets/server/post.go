@@ -150,7 +150,7 @@ func newCall(sess *session, kind store.StreamKind, m mcpwire.Message) *call {
 // serveSSE answers a POST's requests on a text/event-stream response that
 // ends once every request has its response.
 func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, sess *session, st store.StreamID, calls []*call) {
-	a, res := sess.attach(r.Context(), st)
+	a, res := sess.attach(r.Context(), st, http.NewResponseController(w))
 	if res != attached {
 		writeError(w, http.StatusNotFound, errSessionNotFound, "no such session")
 		return
@@ -166,7 +166,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, sess *session,
 		s.start(c)
 	}
 	writeSSEHeaders(w)
-	s.pump(w, r, sess, st, 0)
+	s.pump(w, r, sess, st, a, 0)
 }
 
 // serveJSON answers a POST's requests with one application/json response

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +51,16 @@ func sortEvents(t *testing.T, evs []mcpwire.Event) received {
 	return r
 }
 
+// primed checks that a resumed stream starts with a priming event repeating
+// its cursor, and returns the events after it.
+func primed(t *testing.T, evs []mcpwire.Event, cursor int64) []mcpwire.Event {
+	t.Helper()
+	require.NotEmpty(t, evs, "a resumed stream starts with a priming event")
+	assert.Equal(t, strconv.FormatInt(cursor, 10), evs[0].ID, "the priming event repeats the cursor")
+	assert.Empty(t, evs[0].Data)
+	return evs[1:]
+}
+
 func TestResumeAfterCutMidCharge(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -74,7 +85,7 @@ func TestResumeAfterCutMidCharge(t *testing.T) {
 
 			resp := ts.resume(t, sid, v, eventID(t, prime))
 			require.Equal(t, http.StatusOK, resp.StatusCode)
-			got := sortEvents(t, readAll(t, resp))
+			got := sortEvents(t, primed(t, readAll(t, resp), eventID(t, prime)))
 			require.Len(t, got.responses, 1, "the original result arrives exactly once")
 			_, sc := toolResult(t, got.responses[0])
 			assert.Equal(t, "o-1", sc["order_id"])
@@ -87,7 +98,7 @@ func TestResumeAfterCutMidCharge(t *testing.T) {
 
 			again := ts.resume(t, sid, v, written[0].EventID)
 			require.Equal(t, http.StatusOK, again.StatusCode)
-			assert.Empty(t, readAll(t, again), "nothing follows the result: the stream is complete")
+			assert.Empty(t, primed(t, readAll(t, again), written[0].EventID), "nothing follows the result: the stream is complete")
 		})
 	}
 }
@@ -128,7 +139,7 @@ func TestResumeReplaysOnlyItsStream(t *testing.T) {
 
 	resp := ts.resume(t, sid, v, eventID(t, prime))
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	evs := readAll(t, resp)
+	evs := primed(t, readAll(t, resp), eventID(t, prime))
 	var want []int64
 	for _, r := range ts.ledger.Records() {
 		if r.RequestID == "2" && (r.Kind == sideeffects.KindEventEmitted || r.Kind == sideeffects.KindResultWritten) {
@@ -193,7 +204,7 @@ func TestEvictedResumeGone(t *testing.T) {
 
 			atHead := ts.resume(t, sid, v, gone.HeadEventID)
 			require.Equal(t, http.StatusOK, atHead.StatusCode, "resuming at head is honourable")
-			got := sortEvents(t, readAll(t, atHead))
+			got := sortEvents(t, primed(t, readAll(t, atHead), gone.HeadEventID))
 			for i, id := range got.ids {
 				assert.Equal(t, gone.HeadEventID+int64(i)+1, id, "from head on, nothing is lost")
 			}
@@ -232,29 +243,32 @@ func TestEvictedResumeSilentHead(t *testing.T) {
 	}
 }
 
-func TestResumeConflictWhileAttached(t *testing.T) {
+// TestResumeTakesOverAttachedStream holds the answer to a half-open
+// connection: the server still writes to a connection the client has given
+// up on, and the client's resume takes the stream over instead of meeting
+// 409 (which the resumable client reads as events lost).
+func TestResumeTakesOverAttachedStream(t *testing.T) {
 	ts := startServer(t, Config{})
 	sid, v := ts.initialize(t, mcpwire.Version20251125)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 200, "interval_ms": 5})
+	s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 50, "interval_ms": 5})
 	prime := s.next(t)
 
 	resp := ts.resume(t, sid, v, eventID(t, prime))
-	require.Equal(t, http.StatusConflict, resp.StatusCode, "the POST connection still holds the stream")
-	body, _ := io.ReadAll(resp.Body)
-	assert.Equal(t, `{"error":"stream_attached"}`, string(body))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the resume takes the stream from the POST connection")
+	old := readAll(t, s.resp)
+	for _, ev := range old {
+		assert.NotContains(t, string(ev.Data), `"result"`, "the displaced connection ends without the result")
+	}
+	got := sortEvents(t, primed(t, readAll(t, resp), eventID(t, prime)))
+	require.Len(t, got.responses, 1, "the new connection gets the rest of the stream")
+	assert.Len(t, got.seqs, 50, "everything after its cursor, what the old connection was sent included")
 
 	g := get(sid, v)
-	standalone := ts.open(t, g.method, g.h, "")
-	standalone.next(t)
-	second := ts.do(t, context.Background(), g.method, "", g.h, "")
-	assert.Equal(t, http.StatusConflict, second.StatusCode, "one connection per stream, the standalone one too")
-	standalone.cut()
-	third := ts.open(t, g.method, g.h, "")
-	assert.NotEmpty(t, third.next(t).ID, "a stream is free again once its connection is gone")
-
-	s.cut()
-	resumed := ts.resume(t, sid, v, eventID(t, prime))
-	assert.Equal(t, http.StatusOK, resumed.StatusCode, "after the cut the stream can be resumed")
+	first := ts.open(t, g.method, g.h, "")
+	first.next(t)
+	second := ts.open(t, g.method, g.h, "")
+	assert.NotEmpty(t, second.next(t).ID, "the standalone stream is taken over too")
+	assert.Empty(t, first.rest(t), "the displaced standalone connection ends")
 }
 
 func TestCancelNotificationCancels(t *testing.T) {
@@ -289,7 +303,7 @@ func TestLiveConnectionBehindRetention(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				ts.pump(w, httptest.NewRequest(http.MethodGet, "/mcp", nil), sess, st, 1)
+				ts.pump(w, httptest.NewRequest(http.MethodGet, "/mcp", nil), sess, st, nil, 1)
 			}()
 			if policy == OnUnresumableGone {
 				select {

@@ -44,8 +44,10 @@ type Server struct {
 	toolCtx  context.Context
 	endTools context.CancelCauseFunc
 	calls    tracker
+	pumps    tracker // connections writing a stream
 
 	stopping     chan struct{}
+	drained      chan struct{} // closed when Shutdown's drain is over
 	stopOnce     sync.Once
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -82,6 +84,7 @@ func New(cfg Config) (*Server, error) {
 		store:    st,
 		sessions: map[string]*session{},
 		stopping: make(chan struct{}),
+		drained:  make(chan struct{}),
 		ledger:   tools.Ledger{Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: cfg.Logger},
 	}
 	s.tools = tools.NewRunner(tools.Config{Ledger: s.ledger, Keys: st, DefaultChargeDuration: cfg.DefaultChargeDuration})
@@ -111,23 +114,32 @@ func (s *Server) Serve(ln net.Listener) error {
 	return fmt.Errorf("server: serve: %w", err)
 }
 
-// Shutdown stops gracefully: it stops accepting, ends every SSE connection
-// (clients see the stream end and reconnect), lets running tools finish
-// until ctx is done (their results go to the event log), and closes the
-// store. Tools still running when ctx is done are cancelled and their calls
-// left unresolved, for a restarted file store to resolve. With the memory
-// store every session ends with reason "shutdown". It is idempotent; later
-// calls return the first call's result.
+// Shutdown stops gracefully: it stops accepting, ends the standalone SSE
+// connections with a retry hint, and drains until ctx is done: running tools
+// finish and their results are delivered on the connections still attached
+// to their streams (or go to the event log for a later resume). When ctx is
+// done, the connections left end with a retry hint and tools still running
+// are cancelled, their calls left unresolved for a restarted file store to
+// resolve. With the memory store every session then ends with reason
+// "shutdown". It is idempotent; later calls return the first call's result.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
 	return s.shutdownErr
 }
+
+// drainGrace bounds how long connections get, once the drain is over, to
+// write their retry hint before they are closed.
+const drainGrace = 200 * time.Millisecond
 
 func (s *Server) shutdown(ctx context.Context) error {
 	s.beginStop()
 	var errs []error
 	if err := s.http.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("server: shutdown: %w", err))
+		close(s.drained)
+		grace, cancel := context.WithTimeout(context.Background(), drainGrace)
+		_ = s.pumps.wait(grace)
+		cancel()
 		_ = s.http.Close()
 	}
 	if err := s.calls.wait(ctx); err != nil {

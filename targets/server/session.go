@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -20,12 +21,14 @@ const (
 	reasonShutdown   = "shutdown"
 )
 
-// attachGrace is how long a request to attach a stream waits for the
-// connection currently attached to let go before answering 409. A client
-// that lost its connection often reconnects before the server has noticed
-// the old one is dead; the grace keeps that race from looking like a
-// conflict.
-const attachGrace = 200 * time.Millisecond
+// takeoverWait is how long a request to attach a stream waits for the
+// connection it displaces to let go before answering 409. A client that
+// reconnects knows its old connection is dead while the server often does
+// not (a half-open connection behind a load balancer that cut it), so the
+// newer connection takes the stream over: the old one is told to stop and
+// its writes are failed at once. Only one stuck past this wait still holds
+// the stream.
+const takeoverWait = 2 * time.Second
 
 // session is the live state of one session around its log: requests in
 // progress, connections attached to its streams, calls that can be
@@ -48,8 +51,50 @@ type session struct {
 	waiters  map[store.StreamID]*jsonWaiter
 }
 
-// attachment is a connection attached to a stream.
-type attachment struct{ detached chan struct{} }
+// kickGrace is how long a displaced connection has to let go of its stream
+// before its pending writes are failed.
+const kickGrace = 100 * time.Millisecond
+
+// attachment is a connection attached to a stream. kicked is closed when a
+// newer connection takes the stream over; rc, when set, lets the taker
+// fail the old connection's pending writes.
+type attachment struct {
+	detached chan struct{}
+	kicked   chan struct{}
+	kickOnce sync.Once
+	rc       *http.ResponseController
+
+	mu   sync.Mutex
+	gone bool // detached: rc must not be used any more
+}
+
+func newAttachment(rc *http.ResponseController) *attachment {
+	return &attachment{detached: make(chan struct{}), kicked: make(chan struct{}), rc: rc}
+}
+
+// kick tells the connection to let go of its stream and, if it has not
+// within kickGrace (a write blocked on a connection nobody reads), fails
+// its writes.
+func (a *attachment) kick() {
+	a.kickOnce.Do(func() {
+		close(a.kicked)
+		time.AfterFunc(kickGrace, func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if !a.gone && a.rc != nil {
+				_ = a.rc.SetWriteDeadline(time.Now())
+			}
+		})
+	})
+}
+
+// kickedC is a.kicked, or nil (never ready) for no attachment.
+func (a *attachment) kickedC() <-chan struct{} {
+	if a == nil {
+		return nil
+	}
+	return a.kicked
+}
 
 func newSession(ls *store.Session) *session {
 	info := ls.Info()
@@ -214,11 +259,12 @@ const (
 	attachGone
 )
 
-// attach claims stream st for one connection, waiting up to attachGrace for
-// a previous connection to let go.
-func (sess *session) attach(ctx context.Context, st store.StreamID) (*attachment, attachResult) {
-	grace := time.NewTimer(attachGrace)
-	defer grace.Stop()
+// attach claims stream st for the connection behind rc. A connection
+// already attached is taken over: it is kicked and attach waits up to
+// takeoverWait for it to let go.
+func (sess *session) attach(ctx context.Context, st store.StreamID, rc *http.ResponseController) (*attachment, attachResult) {
+	wait := time.NewTimer(takeoverWait)
+	defer wait.Stop()
 	for {
 		sess.mu.Lock()
 		if sess.ended {
@@ -227,7 +273,7 @@ func (sess *session) attach(ctx context.Context, st store.StreamID) (*attachment
 		}
 		old := sess.attached[st]
 		if old == nil {
-			a := &attachment{detached: make(chan struct{})}
+			a := newAttachment(rc)
 			if sess.attached == nil {
 				sess.attached = map[store.StreamID]*attachment{}
 			}
@@ -236,9 +282,10 @@ func (sess *session) attach(ctx context.Context, st store.StreamID) (*attachment
 			return a, attached
 		}
 		sess.mu.Unlock()
+		old.kick()
 		select {
 		case <-old.detached:
-		case <-grace.C:
+		case <-wait.C:
 			return nil, attachConflict
 		case <-ctx.Done():
 			return nil, attachConflict
@@ -252,6 +299,9 @@ func (sess *session) detach(st store.StreamID, a *attachment) {
 		delete(sess.attached, st)
 	}
 	sess.mu.Unlock()
+	a.mu.Lock()
+	a.gone = true
+	a.mu.Unlock()
 	close(a.detached)
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -22,10 +23,15 @@ var closeData = []byte(`{"reason":"terminated"}`)
 // (the priming event of a new stream on 2025-11-25), so a connection cut
 // between the two cannot leave a client with a 200 but no cursor. It
 // returns when the stream is complete (every request answered and written),
-// the client goes away, the session ends (after a close event, when it was
-// terminated), or the server stops. A stream is the durable thing; this
-// connection is only a viewport onto it.
-func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st store.StreamID, cursor int64) {
+// the client goes away, a newer connection takes the stream over (a), the
+// session ends (after a close event, when it was terminated), or the server
+// stops: at once for the standalone stream, once the drain is over for a
+// request's stream, whose result may still come. A stream the server ends
+// gets a retry hint first. A stream is the durable thing; this connection
+// is only a viewport onto it.
+func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st store.StreamID, a *attachment, cursor int64) {
+	s.pumps.add()
+	defer s.pumps.done()
 	rc := http.NewResponseController(w)
 	var keepalive <-chan time.Time
 	if s.cfg.Keepalive > 0 {
@@ -33,10 +39,8 @@ func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st 
 		defer t.Stop()
 		keepalive = t.C
 	}
-	var retry time.Duration
-	if sess.version == mcpwire.Version20251125 {
-		retry = s.cfg.Retry
-	}
+	retry := s.retryFor(sess)
+	stopping := s.stopping
 	flushed := false // the response header (written unflushed) has gone out
 	for {
 		b := sess.log.Read(st, cursor, readBatch)
@@ -77,12 +81,43 @@ func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st 
 			}
 		case <-r.Context().Done():
 			return
+		case <-a.kickedC():
+			s.log.Debug("stream taken over by a newer connection", "session", sess.id, "stream", st.String())
+			return
 		case <-sess.done:
 			sessionEnded(w, rc, sess)
 			return
-		case <-s.stopping:
+		case <-stopping:
+			if st == store.Standalone {
+				retryHint(w, rc, retry)
+				return
+			}
+			stopping = nil // drain: the result may still come
+		case <-s.drained:
+			retryHint(w, rc, retry)
 			return
 		}
+	}
+}
+
+// retryFor is the retry field of sess's streams: Config.Retry on
+// 2025-11-25, none before (older clients were not told to expect one).
+func (s *Server) retryFor(sess *session) time.Duration {
+	if sess.version == mcpwire.Version20251125 {
+		return s.cfg.Retry
+	}
+	return 0
+}
+
+// retryHint tells a client the server is closing its stream on purpose and
+// when to come back: an SSE block with only the retry field, which sets the
+// reconnection time without dispatching an event.
+func retryHint(w http.ResponseWriter, rc *http.ResponseController, retry time.Duration) {
+	if retry <= 0 {
+		return
+	}
+	if _, err := fmt.Fprintf(w, "retry: %d\n\n", retry.Milliseconds()); err == nil {
+		_ = rc.Flush()
 	}
 }
 
@@ -141,27 +176,36 @@ func (s *Server) serveGET(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a, res := sess.attach(r.Context(), st)
+	a, res := sess.attach(r.Context(), st, http.NewResponseController(w))
 	switch res {
 	case attachConflict:
-		writeJSON(w, http.StatusConflict, errorBody{Error: errStreamAttached})
+		writeJSON(w, http.StatusConflict, errorBody{Error: errStreamAttached, Message: "another connection still holds this stream"})
 		return
 	case attachGone:
 		writeError(w, http.StatusNotFound, errSessionNotFound, "no such session")
 		return
 	}
 	defer sess.detach(st, a)
-	if cursor < 0 { // a fresh standalone stream: no replay, a priming event on 2025-11-25
+	v20251125 := sess.version == mcpwire.Version20251125
+	switch {
+	case cursor < 0: // a fresh standalone stream: no replay, a priming event on 2025-11-25
 		cursor = sess.log.Head(store.Standalone)
-		if sess.version == mcpwire.Version20251125 {
+		if v20251125 {
 			if _, err := sess.log.Append(store.Standalone, nil, "", nil); err != nil {
 				s.storeFailure(w, err)
 				return
 			}
 		}
+		writeSSEHeaders(w)
+	case v20251125: // a resumed stream starts with its cursor as the priming event
+		writeSSEHeaders(w)
+		if writeEvents(w, []store.Event{{ID: cursor}}, s.retryFor(sess)) != nil {
+			return
+		}
+	default:
+		writeSSEHeaders(w)
 	}
-	writeSSEHeaders(w)
-	s.pump(w, r, sess, st, cursor)
+	s.pump(w, r, sess, st, a, cursor)
 }
 
 // resumePoint picks the stream and cursor of a GET: the standalone stream

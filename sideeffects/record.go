@@ -61,12 +61,16 @@ const (
 	// KindSessionClosed: a session ended. session, reason (deleted | expired
 	// | terminated | shutdown).
 	KindSessionClosed Kind = "session_closed"
+	// KindCallCancelled: the server saw a call's cancellation while its tool
+	// ran (at 2026-07-28, its response stream closing). session (none at
+	// 2026-07-28), client, request_id, order_id, reason.
+	KindCallCancelled Kind = "call_cancelled"
 )
 
 // Kinds lists every record kind.
 var Kinds = []Kind{
 	KindCharge, KindChargeDeduplicated, KindCallStarted, KindCallFinished, KindEventEmitted,
-	KindResultWritten, KindResultDropped, KindSessionOpened, KindSessionClosed,
+	KindResultWritten, KindResultDropped, KindSessionOpened, KindSessionClosed, KindCallCancelled,
 }
 
 // Valid reports whether k is a known kind.
@@ -120,13 +124,18 @@ func (r *Record) Validate() error {
 		}
 	case KindEventEmitted:
 		// SDK servers do not show tools their event ids, so a sequence
-		// number alone identifies the event within its call.
-		if r.Session == "" || (r.EventID <= 0 && r.Seq <= 0) {
-			return errors.New("event_emitted: session and a positive event_id or seq are required")
+		// number alone identifies the event within its call. A 2026-07-28
+		// call has no session: its client stands in.
+		if r.Session == "" && r.Client == "" || (r.EventID <= 0 && r.Seq <= 0) {
+			return errors.New("event_emitted: session or client, and a positive event_id or seq are required")
 		}
-	case KindSessionOpened, KindSessionClosed, KindResultWritten, KindResultDropped:
+	case KindSessionOpened, KindSessionClosed:
 		if r.Session == "" {
 			return fmt.Errorf("%s: session is required", r.Kind)
+		}
+	case KindResultWritten, KindResultDropped, KindCallCancelled:
+		if r.Session == "" && r.Client == "" {
+			return fmt.Errorf("%s: session or client is required (2026-07-28 calls have no session)", r.Kind)
 		}
 	}
 	return nil

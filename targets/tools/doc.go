@@ -43,6 +43,15 @@
 //     answer, a cancelled call, a call left for a restart to resolve) is
 //     the host's decision. Records are written with the cancellation
 //     stripped, so an interrupted tool still tells the ledger what it did.
+//   - A request's own cancellation, apart from ctx, is the channel given to
+//     [Runner.RunRequest]: at 2026-07-28 closing a response stream cancels
+//     its request. The core records call_cancelled the moment it sees it
+//     and then does what [Config].OnCancel says: stop (before the side
+//     effect; no result), ignore (finish and produce a result for the host
+//     to drop) or commit_then_notice (the charge was committing when the
+//     cancellation came: it is made at once, then the tool stops without a
+//     result). chatty has nothing to commit and stops unless ignoring. A
+//     cancelled outcome has Cancelled set and reason "cancelled".
 //   - [Emit] sends one progress notification on the call's stream. Before
 //     the notification can reach a client it calls back with the stream's
 //     name and the event id it got, or "" and 0 where the host cannot see

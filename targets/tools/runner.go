@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
@@ -20,7 +21,25 @@ const (
 	reasonStoreFailed      = "store_failed"
 	reasonEmitFailed       = "emit_failed"
 	reasonSessionGone      = "session_gone"
+	reasonCancelled        = "cancelled"
 )
+
+// What a tool does when its request is cancelled while it runs
+// (Config.OnCancel).
+const (
+	// OnCancelStop stops before the side effect: no charge, no result.
+	OnCancelStop = "stop"
+	// OnCancelIgnore finishes as if nothing happened: the charge is made at
+	// its time and a result is produced, for the host to drop.
+	OnCancelIgnore = "ignore"
+	// OnCancelCommitThenNotice is the realistic race: the tool was at its
+	// commit when the cancellation came, so the charge is made at once and
+	// only then is the cancellation noticed: no result.
+	OnCancelCommitThenNotice = "commit_then_notice"
+)
+
+// OnCancelModes lists the on_cancel values, the default first.
+var OnCancelModes = []string{OnCancelStop, OnCancelIgnore, OnCancelCommitThenNotice}
 
 // ErrSessionGone is wrapped by an [Emit] error when the call's session has
 // ended, so no later notification can go anywhere.
@@ -39,21 +58,28 @@ type Config struct {
 	// DefaultChargeDuration is how long a charge runs when the call gives
 	// no duration_ms.
 	DefaultChargeDuration time.Duration
+	// OnCancel is one of [OnCancelModes]; "" is OnCancelStop.
+	OnCancel string
 }
 
 // Runner runs the tools. It is safe for concurrent use.
 type Runner struct {
-	ledger Ledger
-	keys   Keys
-	charge time.Duration
+	ledger   Ledger
+	keys     Keys
+	charge   time.Duration
+	onCancel string
 }
 
-// NewRunner returns a runner recording to cfg.Ledger.
+// NewRunner returns a runner recording to cfg.Ledger. An OnCancel that is
+// not one of [OnCancelModes] is OnCancelStop; hosts validate it first.
 func NewRunner(cfg Config) *Runner {
 	if cfg.Keys == nil {
 		cfg.Keys = NewMemoryKeys()
 	}
-	return &Runner{ledger: cfg.Ledger, keys: cfg.Keys, charge: cfg.DefaultChargeDuration}
+	if !slices.Contains(OnCancelModes, cfg.OnCancel) {
+		cfg.OnCancel = OnCancelStop
+	}
+	return &Runner{ledger: cfg.Ledger, keys: cfg.Keys, charge: cfg.DefaultChargeDuration, onCancel: cfg.OnCancel}
 }
 
 // Outcome is what a tool run produced.
@@ -63,6 +89,9 @@ type Outcome struct {
 	Reason      string // call_finished reason; "" is ok
 	Detail      string // call_finished detail: a host's note
 	Interrupted bool   // ctx ended first: there is no result
+	// Cancelled: the request was cancelled and the tool noticed (stop,
+	// commit_then_notice): there is no result. Reason is "cancelled".
+	Cancelled bool
 }
 
 // Failure is the error outcome named reason: structured content
@@ -102,14 +131,80 @@ func (o Outcome) Result() (mcpwire.CallResult, error) {
 // ctx does (see the package doc for what ctx must be). emit is used by
 // chatty and may be nil for charge.
 func (r *Runner) Run(ctx context.Context, c Call, args json.RawMessage, emit Emit) Outcome {
+	return r.RunRequest(ctx, nil, c, args, emit)
+}
+
+// RunRequest is Run for a request that can be cancelled apart from ctx:
+// cancelled closes when the host sees the request cancelled (at 2026-07-28,
+// its response stream closing). The runner records call_cancelled at that
+// moment, then does what Config.OnCancel says. A nil cancelled never fires.
+func (r *Runner) RunRequest(ctx context.Context, cancelled <-chan struct{}, c Call, args json.RawMessage, emit Emit) Outcome {
 	if !Known(c.Tool) {
 		return Failure(reasonInvalidArguments, fmt.Errorf("unknown tool %q", c.Tool))
 	}
 	_ = r.record(ctx, c.Started())
+	w := &waiter{ctx: ctx, cancelled: cancelled, mode: r.onCancel, onCancel: func() {
+		rec := c.record(sideeffects.KindCallCancelled)
+		rec.Reason = r.onCancel
+		_ = r.record(ctx, rec)
+	}}
 	if c.Tool == mcpwire.ToolCharge {
-		return r.runCharge(ctx, c, args)
+		return r.runCharge(w, c, args)
 	}
-	return r.runChatty(ctx, c, args, emit)
+	return r.runChatty(w, c, args, emit)
+}
+
+// waiter sleeps a tool's waits, watching its request's cancellation.
+type waiter struct {
+	ctx       context.Context
+	cancelled <-chan struct{}
+	mode      string // Config.OnCancel
+	onCancel  func() // records the cancellation, once
+	seen      bool
+}
+
+var (
+	errInterrupted = errors.New("interrupted")
+	errCancelled   = errors.New("request cancelled")
+)
+
+// sleep waits d. It returns errInterrupted when ctx ends first. The first
+// time it sees the request cancelled it records so and, unless the mode is
+// ignore (which sleeps on to the end of d), returns errCancelled.
+func (w *waiter) sleep(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		cancelled := w.cancelled
+		if w.seen {
+			cancelled = nil
+		}
+		if cancelled == nil {
+			if runclock.Sleep(w.ctx, time.Until(deadline)) != nil {
+				return errInterrupted
+			}
+			return nil
+		}
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-t.C:
+			return nil
+		case <-w.ctx.Done():
+			t.Stop()
+			return errInterrupted
+		case <-cancelled:
+			t.Stop()
+			w.seen = true
+			w.onCancel()
+			if w.mode != OnCancelIgnore {
+				return errCancelled
+			}
+		}
+	}
+}
+
+// cancelledOutcome is the outcome of a tool that noticed its cancellation.
+func cancelledOutcome(structured any) Outcome {
+	return Outcome{Structured: structured, Reason: reasonCancelled, Cancelled: true}
 }
 
 // record writes rec whether or not ctx has ended.
@@ -126,8 +221,9 @@ type chargeResult struct {
 
 // runCharge waits out the call's duration, then records exactly one
 // charge, or a deduplicated one when its idempotency key was charged
-// before.
-func (r *Runner) runCharge(ctx context.Context, c Call, raw json.RawMessage) Outcome {
+// before. Cancelled during the wait, it stops (stop), charges at once and
+// then stops (commit_then_notice), or carries on (ignore).
+func (r *Runner) runCharge(w *waiter, c Call, raw json.RawMessage) Outcome {
 	a, err := DecodeCharge(raw)
 	if err != nil {
 		return Failure(reasonInvalidArguments, err)
@@ -136,9 +232,23 @@ func (r *Runner) runCharge(ctx context.Context, c Call, raw json.RawMessage) Out
 	if a.DurationMS > 0 {
 		d = millis(a.DurationMS)
 	}
-	if runclock.Sleep(ctx, d) != nil {
+	switch err := w.sleep(d); {
+	case errors.Is(err, errInterrupted):
 		return Outcome{Interrupted: true}
+	case errors.Is(err, errCancelled) && w.mode == OnCancelStop:
+		return cancelledOutcome(nil)
+	case errors.Is(err, errCancelled): // commit_then_notice
+		out := r.commitCharge(w.ctx, c, a)
+		if out.IsError {
+			return out
+		}
+		return cancelledOutcome(out.Structured)
 	}
+	return r.commitCharge(w.ctx, c, a)
+}
+
+// commitCharge records the charge (or its deduplication).
+func (r *Runner) commitCharge(ctx context.Context, c Call, a mcpwire.ChargeArgs) Outcome {
 	rec := c.record(sideeffects.KindCharge)
 	rec.OrderID, rec.AmountCents, rec.IdempotencyKey = a.OrderID, a.AmountCents, a.IdempotencyKey
 	result := chargeResult{Charged: true, OrderID: a.OrderID, AmountCents: a.AmountCents}
@@ -169,7 +279,9 @@ type chattyResult struct {
 }
 
 // runChatty emits the call's numbered progress notifications through emit.
-func (r *Runner) runChatty(ctx context.Context, c Call, raw json.RawMessage, emit Emit) Outcome {
+// It has no side effect to commit: cancelled, it stops unless the mode is
+// ignore.
+func (r *Runner) runChatty(w *waiter, c Call, raw json.RawMessage, emit Emit) Outcome {
 	a, err := DecodeChatty(raw)
 	if err != nil {
 		return Failure(reasonInvalidArguments, err)
@@ -180,13 +292,16 @@ func (r *Runner) runChatty(ctx context.Context, c Call, raw json.RawMessage, emi
 	interval := millis(a.IntervalMS)
 	start := time.Now()
 	for seq := 1; seq <= a.Events; seq++ {
-		if runclock.Sleep(ctx, time.Until(start.Add(time.Duration(seq)*interval))) != nil {
+		switch err := w.sleep(time.Until(start.Add(time.Duration(seq) * interval))); {
+		case errors.Is(err, errInterrupted):
 			return Outcome{Interrupted: true}
+		case errors.Is(err, errCancelled):
+			return cancelledOutcome(chattyResult{Emitted: seq - 1})
 		}
 		err := emit(seq, a.Events, func(stream string, eventID int64) {
 			rec := c.record(sideeffects.KindEventEmitted)
 			rec.Stream, rec.EventID, rec.Seq = stream, eventID, int64(seq)
-			_ = r.record(ctx, rec)
+			_ = r.record(w.ctx, rec)
 		})
 		switch {
 		case errors.Is(err, ErrSessionGone):

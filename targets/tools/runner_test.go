@@ -318,3 +318,65 @@ func TestOutcomeResult(t *testing.T) {
 	_, err = Outcome{Structured: func() {}}.Result()
 	assert.Error(t, err)
 }
+
+// TestOnCancel holds each on_cancel mode to what it does with a charge
+// cancelled mid-run: the records, in order, and the outcome.
+func TestOnCancel(t *testing.T) {
+	tests := []struct {
+		mode      string
+		kinds     []sideeffects.Kind
+		cancelled bool // the outcome has no result
+		charged   bool
+	}{
+		{OnCancelStop, []sideeffects.Kind{sideeffects.KindCallStarted, sideeffects.KindCallCancelled}, true, false},
+		{OnCancelCommitThenNotice, []sideeffects.Kind{sideeffects.KindCallStarted, sideeffects.KindCallCancelled, sideeffects.KindCharge}, true, true},
+		{OnCancelIgnore, []sideeffects.Kind{sideeffects.KindCallStarted, sideeffects.KindCallCancelled, sideeffects.KindCharge}, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			m := sideeffects.NewMemory()
+			r := NewRunner(Config{Ledger: newLedger(m), OnCancel: tc.mode})
+			cancelled := make(chan struct{})
+			time.AfterFunc(20*time.Millisecond, func() { close(cancelled) })
+			start := time.Now()
+			out := r.RunRequest(context.Background(), cancelled, call, json.RawMessage(`{"order_id":"o-1","amount_cents":5,"duration_ms":300}`), nil)
+			took := time.Since(start)
+			assert.Equal(t, tc.kinds, kinds(m.Records()))
+			assert.Equal(t, tc.cancelled, out.Cancelled)
+			assert.False(t, out.Interrupted)
+			if tc.cancelled {
+				assert.Equal(t, reasonCancelled, out.Reason)
+				assert.Less(t, took, 250*time.Millisecond, "noticed at the cancellation, not at the end")
+			} else {
+				assert.GreaterOrEqual(t, took, 300*time.Millisecond, "ignore runs its whole duration")
+				assert.Equal(t, true, resultOf(t, out)["charged"])
+			}
+			recs := m.Records()
+			assert.Equal(t, tc.mode, recs[1].Reason, "call_cancelled names the mode")
+			assert.Equal(t, "o-1", recs[1].OrderID)
+		})
+	}
+	t.Run("not cancelled", func(t *testing.T) {
+		m := sideeffects.NewMemory()
+		r := NewRunner(Config{Ledger: newLedger(m), OnCancel: OnCancelCommitThenNotice})
+		out := r.RunRequest(context.Background(), make(chan struct{}), call, json.RawMessage(`{"order_id":"o-1","amount_cents":5,"duration_ms":1}`), nil)
+		assert.False(t, out.Cancelled)
+		assert.Equal(t, []sideeffects.Kind{sideeffects.KindCallStarted, sideeffects.KindCharge}, kinds(m.Records()))
+	})
+	t.Run("chatty stops", func(t *testing.T) {
+		m := sideeffects.NewMemory()
+		r := NewRunner(Config{Ledger: newLedger(m), OnCancel: OnCancelCommitThenNotice})
+		cancelled := make(chan struct{})
+		var n int
+		emit := func(seq, total int, rec func(string, int64)) error {
+			if n++; n == 3 {
+				close(cancelled)
+			}
+			rec("", 0)
+			return nil
+		}
+		out := r.RunRequest(context.Background(), cancelled, chattyCall(), json.RawMessage(`{"events":10,"interval_ms":1}`), emit)
+		assert.True(t, out.Cancelled)
+		assert.Equal(t, float64(3), resultOf(t, out)["emitted"])
+	})
+}

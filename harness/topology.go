@@ -349,6 +349,7 @@ func serverArgs(p *spec.Plan) []string {
 		"--retention-events", strconv.Itoa(s.RetentionEvents), "--retention-age", s.RetentionAge.String(),
 		"--on-unresumable", s.OnUnresumable, "--event-store", s.EventStore, "--store-path", "events.log",
 		"--session-ttl", s.SessionTTL.String(), "--keepalive", s.Keepalive.String(), "--retry", s.Retry.String(),
+		"--on-cancel", s.OnCancel,
 	)
 }
 

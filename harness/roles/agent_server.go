@@ -21,6 +21,7 @@ import (
 	"github.com/chaosrun/chaosrun/targets/gosdk"
 	"github.com/chaosrun/chaosrun/targets/mcpgo"
 	"github.com/chaosrun/chaosrun/targets/server"
+	"github.com/chaosrun/chaosrun/targets/tools"
 	"github.com/spf13/cobra"
 )
 
@@ -117,6 +118,7 @@ func newServerAgentCmd() *cobra.Command {
 	fl.DurationVar(&f.cfg.Keepalive, "keepalive", 0, "SSE comment interval; 0 = none")
 	fl.DurationVar(&f.cfg.Retry, "retry", 0, "retry field of 2025-11-25 streams and of the shutdown hint; 0 = 1s")
 	fl.DurationVar(&f.cfg.DefaultChargeDuration, "charge-duration", time.Second, "charge duration when a call gives none")
+	fl.StringVar(&f.cfg.OnCancel, "on-cancel", tools.OnCancelStop, "what a tool does when its request is cancelled (2026-07-28: its stream closes): stop, ignore or commit_then_notice")
 	fl.StringSliceVar(&f.allowedOrigin, "allowed-origin", nil, "Origin values allowed besides loopback ones (repeatable); * allows any")
 	fl.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running tools may finish")
 	fl.StringArrayVar(&f.command, "command", nil, "target command: the command and its arguments, one flag each")

@@ -52,6 +52,7 @@ type ServerPlan struct {
 	SessionTTL      time.Duration
 	Keepalive       time.Duration
 	Retry           time.Duration
+	OnCancel        string
 	Command         []string
 	Listen          string
 	Image           string
@@ -101,7 +102,7 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 	p.Server = ServerPlan{
 		Target: s.Target, Replicas: s.Replicas, RetentionEvents: s.RetentionEvents, RetentionAge: s.RetentionAge.Scale(f),
 		OnUnresumable: s.OnUnresumable, EventStore: s.EventStore, SessionTTL: s.SessionTTL.Scale(f),
-		Keepalive: s.Keepalive.Scale(f), Retry: s.Retry.Scale(f), Command: s.Command, Listen: s.Listen, Image: s.Image,
+		Keepalive: s.Keepalive.Scale(f), Retry: s.Retry.Scale(f), OnCancel: s.OnCancel, Command: s.Command, Listen: s.Listen, Image: s.Image,
 	}
 	if b := x.Balancer; b != nil {
 		p.Balancer = &BalancerPlan{Kind: b.Kind, Balance: b.Balance, ProxyReadTimeout: b.ProxyReadTimeout.Scale(f),

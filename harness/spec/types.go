@@ -44,6 +44,7 @@ type Server struct {
 	SessionTTL      dur.Duration `yaml:"session_ttl"`      // default 10m; idle TTL
 	Keepalive       dur.Duration `yaml:"keepalive"`        // SSE comment interval; 0 = none
 	Retry           dur.Duration `yaml:"retry"`            // retry field of 2025-11-25 streams; 0 = 1s
+	OnCancel        string       `yaml:"on_cancel"`        // stop (default) | ignore | commit_then_notice
 	Command         []string     `yaml:"command"`          // target: command
 	// Listen, for target command, is the fixed loopback host:port the
 	// command listens on, for a server that cannot be told its address;

@@ -16,6 +16,7 @@ import (
 	"github.com/chaosrun/chaosrun/internal/dur"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/targets/tools"
 	"github.com/chaosrun/chaosrun/targets/workload"
 	"gopkg.in/yaml.v3"
 )
@@ -59,6 +60,7 @@ func (x *Experiment) applyDefaults() {
 	if x.Server.Replicas == 0 {
 		x.Server.Replicas = 1
 	}
+	def(&x.Server.OnCancel, tools.OnCancelStop)
 	if _, set := x.nodes["server.retention_events"]; !set {
 		x.Server.RetentionEvents = 1000
 	}
@@ -124,6 +126,7 @@ func (x *Experiment) validateServer(bad badFunc, oneOf oneOfFunc) {
 	case s.Replicas > 1 && x.Balancer == nil:
 		bad("server.replicas", "%d replicas need a balancer: block to spread the requests over them", s.Replicas)
 	}
+	oneOf("server.on_cancel", s.OnCancel, tools.OnCancelModes)
 	if s.RetentionEvents < 0 {
 		bad("server.retention_events", "must be 0 (unbounded) or more, got %d", s.RetentionEvents)
 	}
@@ -170,7 +173,7 @@ var sdkKnobs = []string{"retention_events", "session_ttl"}
 
 // referenceOnly are the server knobs only the reference server implements;
 // the SDK servers take retention_events and session_ttl.
-var referenceOnly = []string{"retention_age", "on_unresumable", "event_store", "keepalive", "retry"}
+var referenceOnly = []string{"retention_age", "on_unresumable", "event_store", "keepalive", "retry", "on_cancel"}
 
 // sdkClients take only backoff.retries of the client knobs: the SDKs keep
 // their delays and cursors to themselves.

@@ -113,3 +113,42 @@ func FuzzCallID(f *testing.F) {
 		require.True(t, m.IsRequest())
 	})
 }
+
+func TestHeaderValueEncoding(t *testing.T) {
+	tests := []struct{ value, header string }{
+		{"us-west1", "us-west1"},
+		{"Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="},
+		{" padded ", "=?base64?IHBhZGRlZCA=?="},
+		{"line1\nline2", "=?base64?bGluZTEKbGluZTI=?="},
+		{"=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.header, EncodeHeaderValue(tc.value))
+		got, ok := DecodeHeaderValue(tc.header)
+		assert.True(t, ok)
+		assert.Equal(t, tc.value, got)
+	}
+	for _, bad := range []string{"=?base64?!!!?=", "caf\xc3\xa9", "a\nb"} {
+		_, ok := DecodeHeaderValue(bad)
+		assert.False(t, ok, "%q", bad)
+	}
+}
+
+func FuzzHeaderValue(f *testing.F) {
+	f.Add("charge")
+	f.Add("=?base64?SGVsbG8sIOS4lueVjA==?=")
+	f.Add("=?base64??=")
+	f.Add(" x")
+	f.Fuzz(func(t *testing.T, v string) {
+		dec, ok := DecodeHeaderValue(EncodeHeaderValue(v))
+		if !ok || dec != v {
+			t.Fatalf("round trip of %q: %q %v", v, dec, ok)
+		}
+		if d, ok := DecodeHeaderValue(v); ok {
+			again, ok2 := DecodeHeaderValue(EncodeHeaderValue(d))
+			if !ok2 || again != d {
+				t.Fatalf("decoded %q does not round-trip", d)
+			}
+		}
+	})
+}

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets/tools"
 )
 
 // Answers to an unhonourable Last-Event-ID (Config.OnUnresumable).
@@ -64,6 +67,10 @@ type Config struct {
 	// DefaultChargeDuration is how long charge runs when the call gives no
 	// duration_ms.
 	DefaultChargeDuration time.Duration
+	// OnCancel is what a tool does when its request is cancelled while it
+	// runs (at 2026-07-28, its response stream closing): one of
+	// tools.OnCancelModes, "" is stop.
+	OnCancel string
 	// AllowedOrigins widens the Origin check: a request whose Origin header
 	// is present answers 403 unless the origin is on a loopback host or is
 	// listed here (scheme and host case-insensitive); "*" allows any.
@@ -118,6 +125,12 @@ func (c *Config) validate() error {
 	}
 	if c.EventStore == EventStoreRedis && (c.RedisAddr == "" || c.StoreOwner == "") {
 		errs = append(errs, errors.New("redis_addr, store_owner: required when event_store is redis"))
+	}
+	switch {
+	case c.OnCancel == "":
+		c.OnCancel = tools.OnCancelStop
+	case !slices.Contains(tools.OnCancelModes, c.OnCancel):
+		errs = append(errs, fmt.Errorf("on_cancel: must be one of %s, got %q", strings.Join(tools.OnCancelModes, ", "), c.OnCancel))
 	}
 	for i, o := range c.AllowedOrigins {
 		if o == "" {

@@ -97,7 +97,7 @@ func TestStatusCodes(t *testing.T) {
 		{"GET without session", get("", ""), 400, errMissingSession, 0},
 		{"GET unknown session", get("nope", ""), 404, errSessionNotFound, 0},
 		{"unsupported protocol version", post(s11, "2024-11-05", listTools), 400, errBadProtocolVersion, 0},
-		{"unsupported protocol version before session", post("", "2099-01-01", listTools), 400, errBadProtocolVersion, 0},
+		{"unsupported protocol version before session", post("", "2099-01-01", listTools), 400, "", mcpwire.CodeUnsupportedProtocolVersion},
 		{"protocol version not the session's", post(s11, mcpwire.Version20250618, listTools), 400, errVersionMismatch, 0},
 		{"initialize with a session id", post(s11, "", init), 400, errInitializeSession, 0},
 		{"initialize in a batch", post("", "", "["+init+"]"), 400, errInitializeBatch, 0},

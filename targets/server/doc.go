@@ -1,7 +1,8 @@
-// Package server is chaosrun's reference MCP server: a spec-following
-// Streamable HTTP server (protocol versions 2025-03-26, 2025-06-18 and
-// 2025-11-25) whose every knob is real behaviour an experiment can put
-// under fault. `chaosrun agent server` wraps it.
+// Package server is chaosrun's reference MCP server: a spec-following,
+// dual-era Streamable HTTP server (the stateless 2026-07-28 beside
+// 2025-03-26, 2025-06-18 and 2025-11-25, which have sessions) whose every
+// knob is real behaviour an experiment can put under fault. `chaosrun agent
+// server` wraps it.
 //
 // # Endpoint /mcp
 //
@@ -36,6 +37,41 @@
 // version. The specification's fallback to 2025-03-26 applies when a server
 // has no other way to know the version; a session is such a way, so a
 // client that omits the header is neither refused nor downgraded.
+//
+// # 2026-07-28
+//
+// The era is chosen per request, as the specification's backward
+// compatibility rules say: initialize selects a legacy session; a POST
+// whose MCP-Protocol-Version is 2026-07-28, or whose message carries
+// _meta io.modelcontextprotocol/protocolVersion, or that is
+// server/discover, or that names a version the server does not know
+// without a session, is served statelessly. Such a POST carries one
+// message; a notification gets 202; a request is checked in order: one
+// MCP-Protocol-Version (else 400, -32020 HeaderMismatch), naming 2026-07-28
+// (else 400, -32022 UnsupportedProtocolVersionError with data {"supported":
+// every version, newest first, "requested"}), equal to _meta's (-32020),
+// Mcp-Method equal to the method (-32020), and for tools/call, prompts/get
+// and resources/read Mcp-Name, after decoding the =?base64?…?= form, equal
+// to params.name or params.uri (-32020). Mcp-Session-Id and Last-Event-ID
+// are ignored and no session id is minted or echoed; GET and DELETE with
+// MCP-Protocol-Version 2026-07-28 get 405 (Allow: POST). server/discover
+// lists the supported versions, the tools capability and serverInfo in
+// _meta; an unknown method gets 404 with -32601. Results carry resultType
+// "complete".
+//
+// A tools/call is answered on an SSE stream (progress notifications
+// without event ids, keepalive comments, then the result) or, for a client
+// accepting only JSON, as application/json without progress. There is no
+// event log: the connection is the stream, and closing it before the
+// result is the call's cancellation, as the specification requires. The
+// tool core records call_cancelled at that moment and then does what
+// Config.OnCancel says (stop, ignore, commit_then_notice; package
+// targets/tools); no message follows, and a result the tool produces anyway
+// is recorded as result_dropped "cancelled". Ledger records of these calls
+// have no session: the client is _meta's clientInfo.name ("anonymous"
+// without one), the request id is the JSON-RPC id. On shutdown such a
+// stream drains like any other; when the drain is over it closes, which
+// cancels the call.
 //
 // # Event log and resumption
 //

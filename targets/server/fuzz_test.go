@@ -68,6 +68,7 @@ func FuzzHeaders(f *testing.F) {
 		{"0", sidToken, version}, {"01", sidToken, version}, {"abc", sidToken, version}, {"1", sidToken, mcpwire.Version20251125},
 		{"1", sidToken, "2024-11-05"}, {"1", "", version}, {"1", absent, version}, {"1", "deadbeef", version},
 		{"99999999999999999999", sidToken, version}, {" 1 ", sidToken, " " + version}, {"", sidToken, ""},
+		{"1", sidToken, mcpwire.Version20260728},
 	} {
 		f.Add(seed[0], seed[1], seed[2])
 	}
@@ -79,6 +80,8 @@ func FuzzHeaders(f *testing.F) {
 		pv, id, lei := trim(protocolVersion), trim(sessionID), trim(lastEventID)
 		want := func(withLastEventID bool) int {
 			switch {
+			case withLastEventID && protocolVersion != absent && mcpwire.ModernVersion(pv):
+				return http.StatusMethodNotAllowed // no GET at 2026-07-28
 			case protocolVersion != absent && !mcpwire.SupportedVersion(pv):
 				return http.StatusBadRequest
 			case sessionID == absent || id == "":
@@ -196,4 +199,55 @@ func expectPOST(body []byte, version string) (status, rpcCode int, errCode strin
 		seen[k] = true
 	}
 	return http.StatusOK, 0, ""
+}
+
+// FuzzModernHeaders fuzzes the request metadata headers of a 2026-07-28
+// tools/call whose body is valid, and checks the status against the order
+// of checks: one MCP-Protocol-Version naming 2026-07-28, Mcp-Method equal
+// to the method, Mcp-Name decoding to the tool's name.
+func FuzzModernHeaders(f *testing.F) {
+	ts := startServer(f, Config{Recorder: discard{}})
+	body := requestBody(f, 1, mcpwire.MethodToolsCall, map[string]any{
+		"name": mcpwire.ToolCharge, "arguments": map[string]any{"order_id": "f", "amount_cents": 1, "duration_ms": 1},
+		"_meta": modernMeta("fuzz")})
+	for _, seed := range [][3]string{
+		{mcpwire.Version20260728, mcpwire.MethodToolsCall, mcpwire.ToolCharge},
+		{mcpwire.Version20260728, mcpwire.MethodToolsCall, "=?base64?Y2hhcmdl?="},
+		{mcpwire.Version20260728, mcpwire.MethodToolsCall, "=?base64?Y2hhcmdl"},
+		{mcpwire.Version20260728, "tools/call ", mcpwire.ToolCharge},
+		{mcpwire.Version20260728, absent, mcpwire.ToolCharge},
+		{mcpwire.Version20251125, mcpwire.MethodToolsCall, mcpwire.ToolCharge},
+		{absent, mcpwire.MethodToolsCall, mcpwire.ToolCharge},
+		{"2099-01-01", mcpwire.MethodToolsCall, absent},
+	} {
+		f.Add(seed[0], seed[1], seed[2])
+	}
+	f.Fuzz(func(t *testing.T, protocolVersion, method, name string) {
+		trim := func(v string) string { return strings.Trim(v, " \t") }
+		want := http.StatusOK
+		switch decoded, ok := mcpwire.DecodeHeaderValue(trim(name)); {
+		case protocolVersion == absent || trim(protocolVersion) != mcpwire.Version20260728:
+			want = http.StatusBadRequest
+		case method == absent || trim(method) != mcpwire.MethodToolsCall:
+			want = http.StatusBadRequest
+		case name == absent || !ok || decoded != mcpwire.ToolCharge:
+			want = http.StatusBadRequest
+		}
+		h := headers("", "")
+		h.Set("Accept", mcpwire.ContentTypeJSON)
+		setHeader(h, mcpwire.HeaderProtocolVersion, protocolVersion)
+		setHeader(h, mcpwire.HeaderMethod, method)
+		setHeader(h, mcpwire.HeaderName, name)
+		status, b, ok := fuzzRequest(t, ts, http.MethodPost, h, body)
+		if !ok {
+			return
+		}
+		assert.Equal(t, want, status, "%s", b)
+		if status == http.StatusBadRequest {
+			m, err := mcpwire.ParseMessage(b)
+			require.NoError(t, err, "a 400 at 2026-07-28 is a JSON-RPC error: %s", b)
+			require.NotNil(t, m.Error)
+			assert.Contains(t, []int{mcpwire.CodeHeaderMismatch, mcpwire.CodeUnsupportedProtocolVersion}, m.Error.Code)
+		}
+	})
 }

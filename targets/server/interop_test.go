@@ -20,9 +20,9 @@ import (
 func TestGoSDKClientInterop(t *testing.T) {
 	ts := startServer(t, Config{Retry: 100 * time.Millisecond})
 	tests := []struct{ name, asked, want string }{
-		// The SDK first tries server/discover (2026-07-28); the server answers
-		// 400 to that version and the SDK falls back to initialize.
-		{"sdk default", "", mcpwire.Version20251125},
+		// The SDK first tries server/discover (2026-07-28), which the server
+		// answers: the SDK stays stateless.
+		{"sdk default", "", mcpwire.Version20260728},
 		{"2025-03-26", mcpwire.Version20250326, mcpwire.Version20250326},
 		{"2025-06-18", mcpwire.Version20250618, mcpwire.Version20250618},
 		{"2025-11-25", mcpwire.Version20251125, mcpwire.Version20251125},
@@ -77,6 +77,10 @@ func TestGoSDKClientInterop(t *testing.T) {
 			assert.Equal(t, "sdk-"+tc.name, charges[0].Client)
 
 			require.NoError(t, cs.Close())
+			if tc.want == mcpwire.Version20260728 {
+				assert.Empty(t, sid, "no session at 2026-07-28")
+				return
+			}
 			closed := ts.waitRecord(t, sideeffects.KindSessionClosed, func(r sideeffects.Record) bool { return r.Session == sid })
 			assert.Equal(t, reasonDeleted, closed.Reason, "the SDK deletes its session on Close")
 		})

@@ -41,6 +41,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, errMethodNotAllowed, "use POST, GET or DELETE")
 		return
 	}
+	if r.Method != http.MethodPost && modernHeader(r.Header) {
+		// 2026-07-28 has no GET stream and no session to delete.
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, errMethodNotAllowed, "2026-07-28 has no GET stream and no sessions: use POST")
+		return
+	}
 	if s.stopped() {
 		writeError(w, http.StatusServiceUnavailable, errShuttingDown, "the server is shutting down")
 		return
@@ -110,6 +116,10 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	if init := findInitialize(msgs); init != nil {
 		s.initialize(w, r, kind, init, batch, len(msgs))
+		return
+	}
+	if modernRequest(r.Header, msgs) {
+		s.serveModern(w, r, sseOK, msgs, batch)
 		return
 	}
 	sess := s.enter(w, r)

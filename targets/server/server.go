@@ -87,7 +87,7 @@ func New(cfg Config) (*Server, error) {
 		drained:  make(chan struct{}),
 		ledger:   tools.Ledger{Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: cfg.Logger},
 	}
-	s.tools = tools.NewRunner(tools.Config{Ledger: s.ledger, Keys: st, DefaultChargeDuration: cfg.DefaultChargeDuration})
+	s.tools = tools.NewRunner(tools.Config{Ledger: s.ledger, Keys: st, DefaultChargeDuration: cfg.DefaultChargeDuration, OnCancel: cfg.OnCancel})
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.toolCtx, s.endTools = context.WithCancelCause(s.life)
 	s.mux = s.routes()

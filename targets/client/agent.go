@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -82,9 +83,11 @@ func newAgent(target string, opts workload.Options, c workload.Client) (*agent, 
 	}
 	h := fnv.New64a()
 	h.Write([]byte(c.ID))
+	cn := newConn(opts.Endpoint, opts.ReadTimeout)
+	cn.modern, cn.client = mcpwire.ModernVersion(opts.Protocol), c.ID
 	return &agent{
 		target: target, opts: opts, client: c,
-		conn:   newConn(opts.Endpoint, opts.ReadTimeout),
+		conn:   cn,
 		log:    log.With("client", c.ID, "target", target),
 		rng:    rand.New(rand.NewPCG(uint64(opts.Seed), h.Sum64())),
 		nextID: 1,
@@ -126,8 +129,19 @@ func (a *agent) takeID() int64 {
 	return id
 }
 
-// openSession initializes a new session and records it.
+// modern reports whether the client speaks 2026-07-28.
+func (a *agent) modern() bool { return a.conn.modern }
+
+// openSession initializes a new session and records it; at 2026-07-28,
+// where there are no sessions, it asks server/discover instead and
+// records nothing.
 func (a *agent) openSession(ctx context.Context) error {
+	if a.modern() {
+		if err := a.conn.discover(ctx, a.requestID(a.takeID())); err != nil {
+			return fmt.Errorf("client %s: %w", a.client.ID, err)
+		}
+		return nil
+	}
 	if err := a.conn.initialize(ctx, a.takeID(), a.client.ID, a.opts.Protocol); err != nil {
 		return fmt.Errorf("client %s: %w", a.client.ID, err)
 	}
@@ -135,8 +149,12 @@ func (a *agent) openSession(ctx context.Context) error {
 	return nil
 }
 
-// dropSession forgets the session and records why.
+// dropSession forgets the session and records why; at 2026-07-28 there is
+// none.
 func (a *agent) dropSession(reason string) {
+	if a.modern() {
+		return
+	}
 	a.record(history.Record{Kind: history.KindSessionLost, Session: a.conn.session, Reason: reason})
 	a.conn.drop()
 }
@@ -147,14 +165,25 @@ func (a *agent) newStream(call workload.Call, attempt int) (*stream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client %s: %w", a.client.ID, err)
 	}
-	id := a.takeID()
-	req, err := mcpwire.NewRequest(id, mcpwire.MethodToolsCall, mcpwire.CallParams{
-		Name: call.Tool, Arguments: args, Meta: &mcpwire.RequestMeta{ProgressToken: id},
-	})
+	n := a.takeID()
+	id := a.requestID(n)
+	params, err := json.Marshal(mcpwire.CallParams{Name: call.Tool, Arguments: args, Meta: a.conn.meta(json.RawMessage(id))})
 	if err != nil {
 		return nil, fmt.Errorf("client %s: call %s: %w", a.client.ID, call.ID, err)
 	}
-	return &stream{call: call, req: req, session: a.conn.session, requestID: strconv.FormatInt(id, 10), attempt: attempt}, nil
+	req := mcpwire.Message{JSONRPC: "2.0", ID: id, Method: mcpwire.MethodToolsCall, Params: params}
+	return &stream{call: call, req: req, session: a.conn.session, requestID: mcpwire.IDString(id), attempt: attempt}, nil
+}
+
+// requestID renders request number n as a JSON-RPC id: the number within a
+// session, and at 2026-07-28, where no session tells one client's requests
+// from another's, a string naming the client ("c1-7").
+func (a *agent) requestID(n int64) json.RawMessage {
+	if a.modern() {
+		b, _ := json.Marshal(a.client.ID + "-" + strconv.FormatInt(n, 10)) // a string always marshals
+		return b
+	}
+	return json.RawMessage(strconv.FormatInt(n, 10))
 }
 
 func (a *agent) invokeRecord(s *stream) {

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,10 @@ type conn struct {
 	live     bool
 	session  string
 	protocol string
+	// modern is a 2026-07-28 connection: no session, every request
+	// carrying its version and identity (client) in _meta and headers.
+	modern bool
+	client string
 }
 
 // adopt takes over a session opened earlier (by a previous run of the
@@ -39,8 +44,13 @@ func (c *conn) adopt(session, protocol string) {
 	c.live, c.session, c.protocol = true, session, protocol
 }
 
-// drop forgets the session.
-func (c *conn) drop() { c.live, c.session, c.protocol = false, "", "" }
+// drop forgets the session. A 2026-07-28 connection has none to forget.
+func (c *conn) drop() {
+	if c.modern {
+		return
+	}
+	c.live, c.session, c.protocol = false, "", ""
+}
 
 // newConn builds a connection with its own transport. Keep-alives are off:
 // a POST written to a pooled connection the peer has already closed fails
@@ -116,7 +126,7 @@ func (w *watchdog) stop() {
 
 // do sends a request built against the connection's session. A transport
 // failure is returned as the error; any status is left to the caller.
-func (c *conn) do(ctx context.Context, method string, body []byte, lastEventID string) (*exchange, error) {
+func (c *conn) do(ctx context.Context, method string, body []byte, lastEventID string, extra http.Header) (*exchange, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	x := &exchange{cancel: cancel, wd: newWatchdog(c.readTimeout, cancel)}
 	req, err := http.NewRequestWithContext(rctx, method, c.endpoint, bytes.NewReader(body))
@@ -125,6 +135,9 @@ func (c *conn) do(ctx context.Context, method string, body []byte, lastEventID s
 		return nil, fmt.Errorf("request: %w", err)
 	}
 	c.headers(req, method, lastEventID)
+	for k, v := range extra {
+		req.Header[k] = v
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		err = x.err(ctx, err)
@@ -146,7 +159,10 @@ func (c *conn) headers(req *http.Request, method, lastEventID string) {
 	if c.session != "" {
 		req.Header.Set(mcpwire.HeaderSessionID, c.session)
 	}
-	if c.protocol != "" {
+	switch {
+	case c.modern:
+		req.Header.Set(mcpwire.HeaderProtocolVersion, mcpwire.Version20260728)
+	case c.protocol != "":
 		req.Header.Set(mcpwire.HeaderProtocolVersion, c.protocol)
 	}
 	if lastEventID != "" {
@@ -154,18 +170,77 @@ func (c *conn) headers(req *http.Request, method, lastEventID string) {
 	}
 }
 
-// post sends one JSON-RPC message.
+// post sends one JSON-RPC message; at 2026-07-28 with its method and name
+// mirrored into Mcp-Method and Mcp-Name.
 func (c *conn) post(ctx context.Context, m mcpwire.Message) (*exchange, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("marshal %s: %w", m.Method, err)
 	}
-	return c.do(ctx, http.MethodPost, b, "")
+	var extra http.Header
+	if c.modern && m.Method != "" {
+		extra = http.Header{http.CanonicalHeaderKey(mcpwire.HeaderMethod): {m.Method}}
+		if f, ok := mcpwire.ReadRequestFields(m.Params); ok && f.Name != "" {
+			extra[http.CanonicalHeaderKey(mcpwire.HeaderName)] = []string{mcpwire.EncodeHeaderValue(f.Name)}
+		}
+	}
+	return c.do(ctx, http.MethodPost, b, "", extra)
 }
 
 // resume opens the stream after lastEventID by GET.
 func (c *conn) resume(ctx context.Context, lastEventID string) (*exchange, error) {
-	return c.do(ctx, http.MethodGet, nil, lastEventID)
+	return c.do(ctx, http.MethodGet, nil, lastEventID, nil)
+}
+
+// meta is the _meta of a request on this connection: the progress token,
+// and at 2026-07-28 the version, the client's identity and capabilities.
+func (c *conn) meta(progressToken any) *mcpwire.RequestMeta {
+	m := &mcpwire.RequestMeta{ProgressToken: progressToken}
+	if c.modern {
+		m.ProtocolVersion = mcpwire.Version20260728
+		m.ClientInfo = &mcpwire.Implementation{Name: c.client, Version: "chaosrun"}
+		m.ClientCapabilities = json.RawMessage(`{}`)
+	}
+	return m
+}
+
+// discover asks a 2026-07-28 server what it speaks, in place of a
+// session: the connection is live once the server lists 2026-07-28. A
+// server that does not (a legacy one, or one that refuses) is an error:
+// the experiment asked for 2026-07-28, so the client does not fall back.
+func (c *conn) discover(ctx context.Context, id json.RawMessage) error {
+	req := mcpwire.Message{JSONRPC: "2.0", ID: id, Method: mcpwire.MethodDiscover}
+	params, err := json.Marshal(struct {
+		Meta *mcpwire.RequestMeta `json:"_meta"`
+	}{c.meta(nil)})
+	if err != nil {
+		return fmt.Errorf("server/discover: %w", err)
+	}
+	req.Params = params
+	x, err := c.post(ctx, req)
+	if err != nil {
+		return fmt.Errorf("server/discover: %w", err)
+	}
+	defer x.close()
+	if err := okStatus(x.resp); err != nil {
+		return fmt.Errorf("server/discover: %w", err)
+	}
+	res, err := readResponse(ctx, x, req.ID)
+	if err == nil && res.Error != nil {
+		err = res.Error
+	}
+	if err != nil {
+		return fmt.Errorf("server/discover: %w", err)
+	}
+	var dr mcpwire.DiscoverResult
+	if err := json.Unmarshal(res.Result, &dr); err != nil {
+		return fmt.Errorf("server/discover: result: %w", err)
+	}
+	if !slices.Contains(dr.SupportedVersions, mcpwire.Version20260728) {
+		return fmt.Errorf("server/discover: the server does not speak %s (it lists %v)", mcpwire.Version20260728, dr.SupportedVersions)
+	}
+	c.live, c.session, c.protocol = true, "", mcpwire.Version20260728
+	return nil
 }
 
 // initialize opens a new session for the client and announces it ready. It

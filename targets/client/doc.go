@@ -52,6 +52,23 @@
 // procedure does, so a server that silently resumes at the head loses
 // events without the client noticing.
 //
+// # 2026-07-28
+//
+// With Options.Protocol 2026-07-28 both clients speak the stateless
+// revision: server/discover instead of initialize (a server that does not
+// list 2026-07-28 is an error, not a fallback), every request carrying
+// MCP-Protocol-Version, Mcp-Method, Mcp-Name and the per-request _meta
+// (version, clientInfo named after the logical client, capabilities), and
+// request ids that name the client ("c1-7"), since no session tells one
+// client's requests from another's. No session is opened or lost, and
+// nothing is resumed: closing a stream cancels its call on the server.
+// The naive client issues the call again after any break, as a migrating
+// client does. The resumable client issues it again only when that is
+// harmless (an idempotent call, or a charge carrying an idempotency key the
+// server deduplicates), after its backoff; any other call broken mid-stream
+// is unknown, never issued again, because a cancelled call may have
+// committed before it noticed.
+//
 // # Cursor
 //
 // The resumable client keeps a [Cursor]: its session, the completed calls

@@ -156,7 +156,11 @@ func (r *resumable) call(ctx context.Context, call workload.Call) error {
 			return err
 		}
 		if attempt > r.opts.Backoff.Retries {
-			return r.settle(s, unknownOutcome(fmt.Sprintf("session lost on all %d attempts", attempt)))
+			why := "session lost"
+			if r.modern() {
+				why = "stream broke"
+			}
+			return r.settle(s, unknownOutcome(fmt.Sprintf("%s on all %d attempts", why, attempt)))
 		}
 		prev = s
 	}
@@ -226,6 +230,9 @@ func (r *resumable) follow(ctx context.Context, s *stream, x *exchange, cl Close
 			}
 			cl = c
 			r.breakRecord(s, cl)
+		}
+		if r.modern() {
+			return r.modernBreak(ctx, s, cl)
 		}
 		act := Classify(cl)
 		switch act.Kind {
@@ -307,6 +314,24 @@ func (r *resumable) surfaceGap(s *stream, g *Gap) {
 		Kind: history.KindGap, Call: s.call.ID, Session: s.session, RequestID: s.requestID,
 		FromEventID: mcpwire.EventNumber(g.From), ToEventID: mcpwire.EventNumber(g.To), Reason: g.Reason,
 	})
+}
+
+// modernBreak handles a broken 2026-07-28 call. There is nothing to resume:
+// closing the stream cancelled the call, which may have committed its side
+// effect before it noticed. A call that is harmless to repeat (idempotent,
+// or a charge carrying an idempotency key the server deduplicates) is
+// issued again after the backoff; any other call's outcome is unknown and
+// it is never issued again.
+func (r *resumable) modernBreak(ctx context.Context, s *stream, cl Close) (bool, error) {
+	if !s.call.IsIdempotent() {
+		return false, r.settle(s, unknownOutcome(fmt.Sprintf(
+			"stream broke at %s (%s): closing it cancelled the call, which may have committed; not issuing a non-idempotent call without an idempotency key again",
+			mcpwire.Version20260728, cl.Class())))
+	}
+	if err := runclock.Sleep(ctx, r.backoff(s.attempt, s.retry)); err != nil {
+		return false, r.halt(ctx, s, err)
+	}
+	return true, nil
 }
 
 // sessionGone handles a 404: the session is dropped; the call is invoked

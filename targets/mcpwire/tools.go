@@ -32,9 +32,13 @@ type CallParams struct {
 	Meta      *RequestMeta    `json:"_meta,omitempty"`
 }
 
-// RequestMeta carries the progress token of a request.
+// RequestMeta carries the progress token of a request and, at 2026-07-28,
+// the per-request protocol version, client identity and capabilities.
 type RequestMeta struct {
-	ProgressToken any `json:"progressToken,omitempty"`
+	ProgressToken      any             `json:"progressToken,omitempty"`
+	ProtocolVersion    string          `json:"io.modelcontextprotocol/protocolVersion,omitempty"`
+	ClientInfo         *Implementation `json:"io.modelcontextprotocol/clientInfo,omitempty"`
+	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities,omitempty"`
 }
 
 // ProgressParams are the params of notifications/progress. Progress is the

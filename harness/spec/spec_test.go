@@ -126,6 +126,14 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 		{"a bad key path", [2]string{"duration: 6m}", "duration: 6m, key: 'a..b'}"}, "workload.calls[1].key: must be an argument path"},
 		{"an unknown placeholder", [2]string{"args: {amount_cents: 4999}", "args: {amount_cents: 4999, order_id: 'o-{{cal}}'}"},
 			"workload.calls[0].args.order_id: unknown placeholder {{cal}} (known: {{call}}, {{client}})"},
+		{"an unknown protocol", [2]string{"target: naive", "target: naive\n  protocol: 2026-01-01"},
+			`client.protocol: must be one of 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28, got "2026-01-01"`},
+		{"2026-07-28 from an SDK client", [2]string{"target: naive", "target: go-sdk\n  protocol: 2026-07-28"},
+			"client.protocol: 2026-07-28 is spoken by the naive and resumable clients, not by the go-sdk client adapter"},
+		{"2026-07-28 to an SDK server", [2]string{"  keepalive: 0s\nclient:\n  target: naive", "  target: mcp-go\nclient:\n  target: naive\n  protocol: 2026-07-28"},
+			"server.target: client.protocol is 2026-07-28, which the mcp-go server adapter does not speak"},
+		{"an unknown on_cancel", [2]string{"  keepalive: 0s", "  keepalive: 0s\n  on_cancel: rollback"},
+			`server.on_cancel: must be one of stop, ignore, commit_then_notice, got "rollback"`},
 		{"params of the wrong type", [2]string{"idle: 60s", "idle: [60s]"},
 			"x.yaml:17:42: faults[0].params: line 17 column 49: a duration must be a string like 90s"},
 	}
@@ -227,4 +235,17 @@ func TestParseTakesAClientOfYourOwn(t *testing.T) {
 	require.ErrorContains(t, err, "client.command: is required when client.target is command")
 	_, err = Parse("x.yaml", []byte(strings.Replace(good, "  target: naive\n", "  target: command\n  command: [c]\n", 1)))
 	require.ErrorContains(t, err, "client.backoff: a bring-your-own client is given no knobs")
+}
+
+func TestParseModern(t *testing.T) {
+	src := strings.Replace(good, "target: naive", "target: naive\n  protocol: 2026-07-28", 1)
+	x, err := Parse("x.yaml", []byte(src))
+	require.NoError(t, err)
+	assert.Equal(t, "2026-07-28", x.Client.Protocol)
+	assert.Equal(t, "stop", x.Server.OnCancel, "the default on_cancel")
+
+	bad := strings.Replace(src, "kind: idle_timeout, at: 0s, params: {idle: 60s, close: reset}", "kind: terminate_session, at: 0s", 1)
+	_, err = Parse("x.yaml", []byte(bad))
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "x.yaml:18:12: faults[0].kind: terminate_session needs a session, and there are none at 2026-07-28 (client.protocol)")
 }

@@ -183,12 +183,45 @@ var sdkClientOnly = []string{"cursor", "read_timeout", "backoff.initial", "backo
 // bring-your-own client takes none.
 var byoClientKnobs = []string{"cursor", "protocol", "read_timeout", "backoff"}
 
+// Protocols lists the client.protocol values, oldest first.
+func Protocols() []string {
+	return append(slices.Clone(mcpwire.Versions), mcpwire.Version20260728)
+}
+
+// modernClients and modernServers are the targets that speak 2026-07-28;
+// the SDK adapters speak only the session revisions so far.
+var (
+	modernClients = []string{targets.Naive, targets.Resumable}
+	modernServers = []string{targets.Reference, targets.Command, targets.Image}
+)
+
+// validateModern checks what an experiment at 2026-07-28 can ask for: a
+// client and a server that speak it, and no fault that needs a session.
+func (x *Experiment) validateModern(bad badFunc) {
+	const v = mcpwire.Version20260728
+	if c := x.Client.Target; !slices.Contains(modernClients, c) {
+		bad("client.protocol", "%s is spoken by the %s clients, not by the %s client adapter (it speaks the session revisions only)",
+			v, strings.Join(modernClients, " and "), c)
+	}
+	if s := x.Server.Target; !slices.Contains(modernServers, s) {
+		bad("server.target", "client.protocol is %s, which the %s server adapter does not speak (use %s)", v, s, strings.Join(modernServers, ", "))
+	}
+	for i, f := range x.Faults {
+		if f.Kind == faults.KindExpireSession || f.Kind == faults.KindTerminateSession {
+			bad(fmt.Sprintf("faults[%d].kind", i), "%s needs a session, and there are none at %s (client.protocol)", f.Kind, v)
+		}
+	}
+}
+
 func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
 	c := x.Client
 	oneOf("client.target", c.Target, ClientTargets)
 	oneOf("client.cursor", c.Cursor, Cursors)
-	if !mcpwire.SupportedVersion(c.Protocol) {
-		bad("client.protocol", "must be one of %s, got %q", strings.Join(mcpwire.Versions, ", "), c.Protocol)
+	if versions := Protocols(); !slices.Contains(versions, c.Protocol) {
+		bad("client.protocol", "must be one of %s, got %q", strings.Join(versions, ", "), c.Protocol)
+	}
+	if mcpwire.ModernVersion(c.Protocol) {
+		x.validateModern(bad)
 	}
 	if c.Target == targets.GoSDK || c.Target == targets.MCPGo {
 		for _, knob := range sdkClientOnly {

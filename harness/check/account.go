@@ -33,6 +33,9 @@ type Accounts struct {
 	lines        historyLines             // how evidence names the history's lines
 	BlindRetries []BlindRetry             // in time order
 	FalseFails   []FalseFail              // calls reported failed whose side effect was committed
+	// CancelledCommits are side effects committed after the server saw
+	// their call cancelled, by N of the commit.
+	CancelledCommits []CancelledCommit
 }
 
 // has reports whether the ledger read held a record of one of the kinds.
@@ -248,6 +251,7 @@ func Account(ledger []sideeffects.Record, hist []history.Record, ops Ops) Accoun
 	out.Orphaned = a.orphans()
 	out.Calls, out.BlindRetries = a.callAccounts(hist)
 	out.FalseFails = a.falseFails(out.Calls)
+	out.CancelledCommits = a.cancelledCommits(out.Calls)
 	return out
 }
 
@@ -269,6 +273,11 @@ type accountant struct {
 	outcomes  map[StreamKey][]outcomeRef // every ok, fail and unknown of a stream
 	claimed   map[string]bool            // sessions some history record names
 	lostAt    map[string]int64           // sessions a client was told are gone, and when
+	// cancelled, commits and deduplicated follow side effects committed
+	// after a cancellation (see cancelled.go).
+	cancelled    map[StreamKey]cancelRef
+	commits      map[StreamKey][]cancelRef
+	deduplicated map[string][]int64 // order id to N of its charge_deduplicated
 }
 
 // outcomeRef is when an outcome was recorded, the event id it read, and
@@ -304,18 +313,19 @@ func newAccountant(ops Ops) *accountant {
 		ops:       ops,
 		started:   map[StreamKey]int64{},
 		committed: map[string][]int64{},
-		dropped:   map[StreamKey]int64{},
-		byOrder:   map[string][]int64{},
-		keyed:     map[string]bool{},
-		toolOf:    map[string]string{},
-		streams:   map[StreamKey]*streamState{},
-		sessGaps:  map[string][]gapRef{},
-		opened:    map[string]SessionSpan{},
-		closed:    map[string]sideeffects.Record{},
-		results:   map[StreamKey]writtenRef{},
-		outcomes:  map[StreamKey][]outcomeRef{},
-		claimed:   map[string]bool{},
-		lostAt:    map[string]int64{},
+		cancelled: map[StreamKey]cancelRef{}, commits: map[StreamKey][]cancelRef{}, deduplicated: map[string][]int64{},
+		dropped:  map[StreamKey]int64{},
+		byOrder:  map[string][]int64{},
+		keyed:    map[string]bool{},
+		toolOf:   map[string]string{},
+		streams:  map[StreamKey]*streamState{},
+		sessGaps: map[string][]gapRef{},
+		opened:   map[string]SessionSpan{},
+		closed:   map[string]sideeffects.Record{},
+		results:  map[StreamKey]writtenRef{},
+		outcomes: map[StreamKey][]outcomeRef{},
+		claimed:  map[string]bool{},
+		lostAt:   map[string]int64{},
 	}
 }
 
@@ -329,6 +339,7 @@ func (a *accountant) stream(k StreamKey) *streamState {
 }
 
 func (a *accountant) ledgerRecord(r *sideeffects.Record) {
+	a.cancelRecord(r)
 	key := StreamKey{Session: r.Session, RequestID: r.RequestID}
 	switch r.Kind {
 	case sideeffects.KindCharge:
@@ -341,6 +352,7 @@ func (a *accountant) ledgerRecord(r *sideeffects.Record) {
 	case sideeffects.KindChargeDeduplicated:
 		a.keyed[r.OrderID] = a.keyed[r.OrderID] || r.IdempotencyKey != ""
 	case sideeffects.KindCallStarted:
+		a.keyed[r.OrderID] = a.keyed[r.OrderID] || r.IdempotencyKey != "" // the wire's, from the arguments
 		if r.OrderID != "" && r.Tool != "" {
 			a.toolOf[r.OrderID] = r.Tool
 		}

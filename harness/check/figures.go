@@ -4,30 +4,32 @@ import "github.com/chaosrun/chaosrun/targets/history"
 
 // Figures are the run's numbers, under the names expect.figures uses.
 type Figures struct {
-	Calls              int64 `json:"calls"`                // logical calls invoked (client, call id)
-	CallsOK            int64 `json:"calls_ok"`             // whose last attempt ended ok
-	CallsFailed        int64 `json:"calls_failed"`         // ... ended fail
-	CallsUnknown       int64 `json:"calls_unknown"`        // ... ended unknown
-	CallsUnresolved    int64 `json:"calls_unresolved"`     // ... never ended
-	Charges            int64 `json:"charges"`              // ledger charge records
-	Duplicates         int64 `json:"duplicates"`           // charges beyond one per order
-	EventsEmitted      int64 `json:"events_emitted"`       // numbered events the server emitted
-	EventsReceived     int64 `json:"events_received"`      // of those, received by the client
-	EventsLostSilent   int64 `json:"events_lost_silent"`   // missing where the client assumed continuity
-	EventsLostSurfaced int64 `json:"events_lost_surfaced"` // missing inside a gap the client surfaced
-	EventsUnread       int64 `json:"events_unread"`        // after the client's last look at an abandoned stream
-	Sessions           int64 `json:"sessions"`             // sessions the server opened
-	SessionsUnclaimed  int64 `json:"sessions_unclaimed"`   // ... that no client ever learned of
-	Forks              int64 `json:"forks"`                // sessions opened while the client had another live
-	OrphanedResults    int64 `json:"orphaned_results"`     // results nobody read, with no unknown surfaced
-	OrphanedSurfaced   int64 `json:"orphaned_surfaced"`    // results unread by calls surfaced as unknown
-	Reconnects         int64 `json:"reconnects"`           // reconnect attempts in the history
-	Resumes            int64 `json:"resumes"`              // successful resumes
-	Gaps               int64 `json:"gaps"`                 // gaps the clients surfaced
-	BlindRetries       int64 `json:"blind_retries"`        // non-idempotent retries after an unknown outcome
-	WorstReconnectMS   int64 `json:"worst_reconnect_ms"`   // longest stream_break to resume or new session
-	WallMS             int64 `json:"wall_ms"`              // how long the run took
-	ScheduledMS        int64 `json:"scheduled_ms"`         // how long its schedule said it would take
+	Calls               int64 `json:"calls"`                // logical calls invoked (client, call id)
+	CallsOK             int64 `json:"calls_ok"`             // whose last attempt ended ok
+	CallsFailed         int64 `json:"calls_failed"`         // ... ended fail
+	CallsUnknown        int64 `json:"calls_unknown"`        // ... ended unknown
+	CallsUnresolved     int64 `json:"calls_unresolved"`     // ... never ended
+	Charges             int64 `json:"charges"`              // ledger charge records
+	Duplicates          int64 `json:"duplicates"`           // charges beyond one per order
+	EventsEmitted       int64 `json:"events_emitted"`       // numbered events the server emitted
+	EventsReceived      int64 `json:"events_received"`      // of those, received by the client
+	EventsLostSilent    int64 `json:"events_lost_silent"`   // missing where the client assumed continuity
+	EventsLostSurfaced  int64 `json:"events_lost_surfaced"` // missing inside a gap the client surfaced
+	EventsUnread        int64 `json:"events_unread"`        // after the client's last look at an abandoned stream
+	Sessions            int64 `json:"sessions"`             // sessions the server opened
+	SessionsUnclaimed   int64 `json:"sessions_unclaimed"`   // ... that no client ever learned of
+	Forks               int64 `json:"forks"`                // sessions opened while the client had another live
+	OrphanedResults     int64 `json:"orphaned_results"`     // results nobody read, with no unknown surfaced
+	OrphanedSurfaced    int64 `json:"orphaned_surfaced"`    // results unread by calls surfaced as unknown
+	Reconnects          int64 `json:"reconnects"`           // reconnect attempts in the history
+	Resumes             int64 `json:"resumes"`              // successful resumes
+	Gaps                int64 `json:"gaps"`                 // gaps the clients surfaced
+	BlindRetries        int64 `json:"blind_retries"`        // non-idempotent retries after an unknown outcome
+	CancelledCommits    int64 `json:"cancelled_commits"`    // side effects committed after their call was seen cancelled
+	CancelledUnsurfaced int64 `json:"cancelled_unsurfaced"` // ... that the client did not account for
+	WorstReconnectMS    int64 `json:"worst_reconnect_ms"`   // longest stream_break to resume or new session
+	WallMS              int64 `json:"wall_ms"`              // how long the run took
+	ScheduledMS         int64 `json:"scheduled_ms"`         // how long its schedule said it would take
 }
 
 // figureTable maps each figure name to its field, in JSON order.
@@ -56,6 +58,8 @@ var figureTable = []struct {
 	{"resumes", func(f *Figures) int64 { return f.Resumes }},
 	{"gaps", func(f *Figures) int64 { return f.Gaps }},
 	{"blind_retries", func(f *Figures) int64 { return f.BlindRetries }},
+	{"cancelled_commits", func(f *Figures) int64 { return f.CancelledCommits }},
+	{"cancelled_unsurfaced", func(f *Figures) int64 { return f.CancelledUnsurfaced }},
 	{"worst_reconnect_ms", func(f *Figures) int64 { return f.WorstReconnectMS }},
 	{"wall_ms", func(f *Figures) int64 { return f.WallMS }},
 	{"scheduled_ms", func(f *Figures) int64 { return f.ScheduledMS }},
@@ -86,19 +90,21 @@ func (f Figures) Value(name string) (int64, bool) {
 // time order is order.
 func figures(in Input, order []int, acc *Accounts) Figures {
 	f := Figures{
-		Calls:              int64(len(acc.Calls)),
-		Charges:            int64(acc.Charges),
-		Duplicates:         int64(acc.DuplicateCharges()),
-		EventsEmitted:      int64(acc.Events.Emitted),
-		EventsReceived:     int64(acc.Events.Received),
-		EventsLostSilent:   int64(acc.Events.LostSilent),
-		EventsLostSurfaced: int64(acc.Events.LostSurfaced),
-		EventsUnread:       int64(acc.Events.Unread),
-		Sessions:           int64(len(acc.Sessions)),
-		Forks:              int64(len(acc.Forks)),
-		BlindRetries:       int64(len(acc.BlindRetries)),
-		WallMS:             in.Wall.Milliseconds(),
-		ScheduledMS:        in.Scheduled.Milliseconds(),
+		Calls:               int64(len(acc.Calls)),
+		Charges:             int64(acc.Charges),
+		Duplicates:          int64(acc.DuplicateCharges()),
+		EventsEmitted:       int64(acc.Events.Emitted),
+		EventsReceived:      int64(acc.Events.Received),
+		EventsLostSilent:    int64(acc.Events.LostSilent),
+		EventsLostSurfaced:  int64(acc.Events.LostSurfaced),
+		EventsUnread:        int64(acc.Events.Unread),
+		Sessions:            int64(len(acc.Sessions)),
+		Forks:               int64(len(acc.Forks)),
+		BlindRetries:        int64(len(acc.BlindRetries)),
+		CancelledCommits:    int64(len(acc.CancelledCommits)),
+		CancelledUnsurfaced: int64(unsurfacedCommits(acc.CancelledCommits)),
+		WallMS:              in.Wall.Milliseconds(),
+		ScheduledMS:         in.Scheduled.Milliseconds(),
 	}
 	for _, s := range acc.Sessions {
 		if !s.Claimed {
@@ -169,4 +175,14 @@ func recovered(h *history.Record) bool {
 		return h.Result == "ok"
 	}
 	return false
+}
+
+func unsurfacedCommits(cs []CancelledCommit) int {
+	n := 0
+	for _, c := range cs {
+		if c.Surfaced == "" {
+			n++
+		}
+	}
+	return n
 }

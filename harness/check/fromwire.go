@@ -31,6 +31,8 @@ import (
 //   - call_started: a tools/call request, once the server did not refuse it
 //     (an answer of 400 or more, or a JSON-RPC error, means the tool never
 //     ran, and nothing of the call is derived).
+//     It carries the call's idempotency_key argument, which makes repeating
+//     the operation harmless as a key on a charge record would.
 //   - charge: a call_started of an operation that is not idempotent
 //     ([Ops.Idempotent]): the wire cannot see money move, but it sees a side
 //     effect invoked, and an operation invoked twice at the server is a
@@ -47,7 +49,11 @@ import (
 //     that was not restarted or crashed after the call began, still produced
 //     one into its stream (a tool keeps running when its connection drops):
 //     it is derived at the end of the run with event id 0, and nobody read
-//     it unless a client resumed the stream and got it.
+//     it unless a client resumed the stream and got it. At 2026-07-28
+//     (MCP-Protocol-Version on the request) closing the stream cancels
+//     the call, so no result is derived for one whose stream closed
+//     without it: the server must not send one, and the ledger says what
+//     the tool did.
 //
 // Progress events and results are tied to their call through the request's
 // progress token (or its id, which servers use when there is none), the
@@ -84,6 +90,8 @@ type wireCall struct {
 	total     int64
 	fractions bool // some progress number was not a whole number
 	revealN   int64
+	modern    bool   // a 2026-07-28 request: a closed stream cancels it
+	idemKey   string // the call's idempotency_key argument
 }
 
 func ledgerFromWire(recs []wire.Record, ops Ops, kills []int64) []sideeffects.Record {
@@ -126,7 +134,11 @@ func (d *derivedLedger) request(r *wire.Record) {
 				d.order = append(d.order, key)
 			}
 			d.calls[key] = &wireCall{key: key, client: d.edge.client(x), tool: m.Tool, op: d.ops.Key(m.Tool, m.Args, m.ArgsDigest),
-				idem: d.ops.Idempotent(m.Tool, m.Args), startN: r.N, startUS: r.TUS}
+				idem: d.ops.Idempotent(m.Tool, m.Args), startN: r.N, startUS: r.TUS,
+				modern: r.Header != nil && mcpwire.ModernVersion(r.Header.ProtocolVersion)}
+			if k, ok := lookup(m.Args, "idempotency_key"); ok {
+				d.calls[key].idemKey = k
+			}
 		}
 	}
 }
@@ -269,13 +281,13 @@ func (d *derivedLedger) settle() {
 		}
 		start := &wire.Record{N: c.startN, TUS: c.startUS}
 		d.add(start, sideeffects.Record{Kind: sideeffects.KindCallStarted, Session: key.Session, Client: c.client,
-			RequestID: key.RequestID, Tool: c.tool, OrderID: c.op})
+			RequestID: key.RequestID, Tool: c.tool, OrderID: c.op, IdempotencyKey: c.idemKey})
 		if !c.idem {
 			d.add(start, sideeffects.Record{Kind: sideeffects.KindCharge, Session: key.Session, Client: c.client,
 				RequestID: key.RequestID, Tool: c.tool, OrderID: c.op, AmountCents: 1, Detail: "invoked at the server"})
 		}
 		d.skipped(c)
-		if !c.result && !d.killedAfter(c.startUS) {
+		if !c.result && !c.modern && !d.killedAfter(c.startUS) {
 			end := &wire.Record{N: d.lastN + 1, TUS: d.lastUS + 1}
 			d.add(end, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: key.Session, Client: c.client,
 				RequestID: key.RequestID, Tool: c.tool, OrderID: c.op,

@@ -157,6 +157,9 @@ func outcomesResolved(acc *Accounts) Result {
 }
 
 func streamName(k StreamKey) string {
+	if k.Session == "" {
+		return fmt.Sprintf("request %s (no session)", k.RequestID)
+	}
 	return fmt.Sprintf("request %s in session %s", k.RequestID, k.Session)
 }
 

@@ -78,6 +78,8 @@ var invariants = []invariant{
 	{OutcomesResolved, outcomesResolved, func(a *Accounts) bool {
 		return len(a.Calls) > 0 && a.has(sideeffects.KindCallStarted, sideeffects.KindCharge)
 	}, "no call recorded: the client neither wrote a history of its calls nor sent one across the wire", nil},
+	{CancelledCommitsSurfaced, cancelledCommitsSurfaced, func(a *Accounts) bool { return a.has(sideeffects.KindCallCancelled) },
+		"no call seen cancelled: the ledger records no call_cancelled (the wire cannot tell a cancellation from a disconnect)", nil},
 }
 
 // Judge checks the fault_hit assumption and every invariant, and computes

@@ -37,11 +37,16 @@ const (
 	NoSessionFork          = "no_session_fork"
 	NoOrphanedResults      = "no_orphaned_results"
 	OutcomesResolved       = "outcomes_resolved"
+	// CancelledCommitsSurfaced: a side effect committed after the server
+	// saw its call cancelled (2026-07-28: its stream closed while the tool
+	// committed) is accounted for by the client: an unknown outcome, or a
+	// re-issue deduplicated under the same idempotency key.
+	CancelledCommitsSurfaced = "cancelled_commits_surfaced"
 )
 
 // InvariantIDs lists the invariants in the order a verdict reports them.
 var InvariantIDs = []string{
-	NoDuplicateSideEffects, NoSilentEventLoss, NoSessionFork, NoOrphanedResults, OutcomesResolved,
+	NoDuplicateSideEffects, NoSilentEventLoss, NoSessionFork, NoOrphanedResults, OutcomesResolved, CancelledCommitsSurfaced,
 }
 
 // MaxEvidence bounds the evidence lines of one result; the rest are counted

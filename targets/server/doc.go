@@ -157,10 +157,15 @@
 //
 // Shutdown (SIGTERM in the agent) refuses new requests with 503 and ends
 // standalone streams with a retry hint (an SSE block holding only
-// `retry:`), then drains: running tools finish and their results are
-// written on the connections still attached, whatever the store. When the
-// drain deadline passes, the remaining connections get the retry hint and
-// end, and the tools still running are cancelled, their calls unresolved.
+// `retry:`), then drains: running tools finish. With the memory store a
+// result that finishes during the drain is written on the connection still
+// attached to its stream, which is its only way out; with the file store
+// every stream's connection ends at once with the hint, and the result
+// goes to the journal for the restarted server to replay, so the deploy is
+// not held up by a long call's connection. 2026-07-28 streams always
+// drain. When the drain deadline passes, the remaining connections get the
+// hint and end, and the tools still running are cancelled, their calls
+// unresolved.
 //
 // # Stores and restarts
 //

@@ -115,9 +115,11 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops gracefully: it stops accepting, ends the standalone SSE
-// connections with a retry hint, and drains until ctx is done: running tools
-// finish and their results are delivered on the connections still attached
-// to their streams (or go to the event log for a later resume). When ctx is
+// connections with a retry hint (every SSE connection, with the file store,
+// whose journal keeps what a restarted server replays), and drains until
+// ctx is done: running tools finish and their results are delivered on the
+// connections still attached to their streams (or go to the event log for
+// a later resume). When ctx is
 // done, the connections left end with a retry hint and tools still running
 // are cancelled, their calls left unresolved for a restarted file store to
 // resolve. With the memory store every session then ends with reason

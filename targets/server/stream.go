@@ -25,9 +25,9 @@ var closeData = []byte(`{"reason":"terminated"}`)
 // returns when the stream is complete (every request answered and written),
 // the client goes away, a newer connection takes the stream over (a), the
 // session ends (after a close event, when it was terminated), or the server
-// stops: at once for the standalone stream, once the drain is over for a
-// request's stream, whose result may still come. A stream the server ends
-// gets a retry hint first. A stream is the durable thing; this connection
+// stops: at once for the standalone stream and with the file store, once
+// the drain is over for a request's stream on the memory store, whose
+// result may still come. A stream the server ends gets a retry hint first. A stream is the durable thing; this connection
 // is only a viewport onto it.
 func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st store.StreamID, a *attachment, cursor int64) {
 	s.pumps.add()
@@ -88,11 +88,16 @@ func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st 
 			sessionEnded(w, rc, sess)
 			return
 		case <-stopping:
-			if st == store.Standalone {
+			// The standalone stream never completes. With the file store the
+			// result goes to the journal and the restarted server replays
+			// it, so the connection ends now and the deploy is not held up;
+			// with the memory store this connection is the result's only way
+			// out, so it drains.
+			if st == store.Standalone || s.store.Durable() {
 				retryHint(w, rc, retry)
 				return
 			}
-			stopping = nil // drain: the result may still come
+			stopping = nil
 		case <-s.drained:
 			retryHint(w, rc, retry)
 			return

@@ -42,11 +42,23 @@ const (
 // Error codes of 2026-07-28.
 const (
 	CodeHeaderMismatch             = -32020
+	CodeMissingClientCapability    = -32021
 	CodeUnsupportedProtocolVersion = -32022
 )
 
-// ResultComplete is the resultType of a final result.
-const ResultComplete = "complete"
+// Result types: a final result, and (the tasks extension) a task handle.
+const (
+	ResultComplete = "complete"
+	ResultTask     = "task"
+)
+
+// The tasks extension (io.modelcontextprotocol/tasks) at 2026-07-28.
+const (
+	ExtensionTasks    = "io.modelcontextprotocol/tasks"
+	MethodTasksGet    = "tasks/get"
+	MethodTasksCancel = "tasks/cancel"
+	MethodTasksUpdate = "tasks/update"
+)
 
 // UnsupportedVersionData is the data of an UnsupportedProtocolVersionError.
 type UnsupportedVersionData struct {
@@ -66,9 +78,10 @@ type ModernMeta struct {
 // RequestFields are the members of a request's params that 2026-07-28
 // mirrors into headers or reads per request.
 type RequestFields struct {
-	Name string     `json:"name"`
-	URI  string     `json:"uri"`
-	Meta ModernMeta `json:"_meta"`
+	Name   string     `json:"name"`
+	URI    string     `json:"uri"`
+	TaskID string     `json:"taskId"`
+	Meta   ModernMeta `json:"_meta"`
 }
 
 // ReadRequestFields reads params leniently: absent or malformed params give
@@ -82,15 +95,28 @@ func ReadRequestFields(params json.RawMessage) (RequestFields, bool) {
 }
 
 // NamedMethod reports whether method must carry Mcp-Name, and which params
-// member it mirrors ("name" or "uri").
+// member it mirrors ("name", "uri", or for the tasks extension "taskId").
 func NamedMethod(method string) (member string, ok bool) {
 	switch method {
 	case MethodToolsCall, "prompts/get":
 		return "name", true
 	case "resources/read":
 		return "uri", true
+	case MethodTasksGet, MethodTasksCancel, MethodTasksUpdate:
+		return "taskId", true
 	}
 	return "", false
+}
+
+// Member is the params member NamedMethod names.
+func (f RequestFields) Member(member string) string {
+	switch member {
+	case "uri":
+		return f.URI
+	case "taskId":
+		return f.TaskID
+	}
+	return f.Name
 }
 
 const (

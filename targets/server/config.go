@@ -67,6 +67,18 @@ type Config struct {
 	// DefaultChargeDuration is how long charge runs when the call gives no
 	// duration_ms.
 	DefaultChargeDuration time.Duration
+	// Tasks is "off" (default) or "extension": at 2026-07-28 a tools/call
+	// from a client declaring io.modelcontextprotocol/tasks is answered
+	// with a task, polled by tasks/get.
+	Tasks string
+	// TaskStore is "memory" (default) or "file" (TaskStorePath, required).
+	TaskStore     string
+	TaskStorePath string
+	// TaskTTL is how long a task is kept from its creation (ttlMs); 0 is
+	// DefaultTaskTTL. TaskPollInterval is the pollIntervalMs suggested; 0
+	// is DefaultTaskPollInterval.
+	TaskTTL          time.Duration
+	TaskPollInterval time.Duration
 	// OnCancel is what a tool does when its request is cancelled while it
 	// runs (at 2026-07-28, its response stream closing): one of
 	// tools.OnCancelModes, "" is stop.
@@ -125,6 +137,31 @@ func (c *Config) validate() error {
 	}
 	if c.EventStore == EventStoreRedis && (c.RedisAddr == "" || c.StoreOwner == "") {
 		errs = append(errs, errors.New("redis_addr, store_owner: required when event_store is redis"))
+	}
+	nonNegative("task_ttl", c.TaskTTL)
+	nonNegative("task_poll_interval", c.TaskPollInterval)
+	if c.TaskTTL == 0 {
+		c.TaskTTL = DefaultTaskTTL
+	}
+	if c.TaskPollInterval == 0 {
+		c.TaskPollInterval = DefaultTaskPollInterval
+	}
+	switch c.Tasks {
+	case "":
+		c.Tasks = TasksOff
+	case TasksOff, TasksExtension:
+	default:
+		errs = append(errs, fmt.Errorf("tasks: must be off or extension, got %q", c.Tasks))
+	}
+	switch c.TaskStore {
+	case "":
+		c.TaskStore = EventStoreMemory
+	case EventStoreMemory, EventStoreFile:
+	default:
+		errs = append(errs, fmt.Errorf("task_store: must be memory or file, got %q", c.TaskStore))
+	}
+	if c.TaskStore == EventStoreFile && c.TaskStorePath == "" {
+		errs = append(errs, errors.New("task_store_path: required when task_store is file"))
 	}
 	switch {
 	case c.OnCancel == "":

@@ -75,10 +75,7 @@ func checkModern(h http.Header, m mcpwire.Message, f mcpwire.RequestFields) *mod
 	if !named {
 		return nil
 	}
-	want := f.Name
-	if member == "uri" {
-		want = f.URI
-	}
+	want := f.Member(member)
 	nv := h.Values(mcpwire.HeaderName)
 	if len(nv) != 1 {
 		return mismatch("exactly one Mcp-Name header is required for %s", m.Method)
@@ -116,10 +113,16 @@ func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, sseOK bool,
 	}
 	switch m.Method {
 	case mcpwire.MethodDiscover:
+		caps := json.RawMessage(`{"tools":{}}`)
+		if s.tasks != nil {
+			caps = json.RawMessage(`{"tools":{},"extensions":{"` + mcpwire.ExtensionTasks + `":{}}}`)
+		}
 		writeModernResult(w, m.ID, mcpwire.DiscoverResult{
 			ResultType: mcpwire.ResultComplete, SupportedVersions: mcpwire.AllVersions(),
-			Capabilities: json.RawMessage(`{"tools":{}}`), Meta: map[string]any{mcpwire.MetaServerInfo: serverInfo},
+			Capabilities: caps, Meta: map[string]any{mcpwire.MetaServerInfo: serverInfo},
 		})
+	case mcpwire.MethodTasksGet, mcpwire.MethodTasksCancel:
+		s.serveTaskMethod(w, m, f)
 	case mcpwire.MethodPing:
 		writeModernResult(w, m.ID, struct {
 			ResultType string `json:"resultType"`

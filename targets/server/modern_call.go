@@ -49,6 +49,10 @@ func (s *Server) serveModernCall(w http.ResponseWriter, r *http.Request, sseOK b
 		args: p.Arguments,
 		box:  newOutbox(),
 	}
+	if s.tasks != nil && wantsTasks(f) {
+		s.createTask(w, m, c.lc, c.args)
+		return
+	}
 	token := f.Meta.ProgressToken
 	if len(token) == 0 || string(token) == "null" {
 		token = m.ID

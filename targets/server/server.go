@@ -28,6 +28,7 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	store *store.Store
+	tasks *taskStore // nil when Config.Tasks is off
 	http  *http.Server
 	// ledger stamps every record; tools runs charge and chatty.
 	ledger tools.Ledger
@@ -88,6 +89,16 @@ func New(cfg Config) (*Server, error) {
 		ledger:   tools.Ledger{Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: cfg.Logger},
 	}
 	s.tools = tools.NewRunner(tools.Config{Ledger: s.ledger, Keys: st, DefaultChargeDuration: cfg.DefaultChargeDuration, OnCancel: cfg.OnCancel})
+	if cfg.Tasks == TasksExtension {
+		path := ""
+		if cfg.TaskStore == EventStoreFile {
+			path = cfg.TaskStorePath
+		}
+		if s.tasks, err = openTaskStore(path); err != nil {
+			_ = st.Close()
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.toolCtx, s.endTools = context.WithCancelCause(s.life)
 	s.mux = s.routes()
@@ -158,6 +169,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if err := s.store.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	if s.tasks != nil {
+		errs = append(errs, s.tasks.close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -172,6 +186,9 @@ func (s *Server) Close() error {
 		s.endTools(errClosed)
 		_ = s.calls.wait(context.Background())
 		s.closeErr = errors.Join(err, s.store.Close())
+		if s.tasks != nil {
+			s.closeErr = errors.Join(s.closeErr, s.tasks.close())
+		}
 		s.endLife()
 	})
 	return s.closeErr

@@ -46,11 +46,18 @@ type Call struct {
 	Session   string // the Mcp-Session-Id
 	Client    string // the session's clientInfo.name
 	RequestID string // the JSON-RPC id, as mcpwire.IDString renders it
+	Task      string // the task running the call (tasks extension), or ""
 }
 
+// record is a record about the call; a task's records name it as their
+// stream, "task:<id>".
 func (c Call) record(kind sideeffects.Kind) sideeffects.Record {
-	return sideeffects.Record{Kind: kind, Tool: c.Tool, OrderID: c.OrderID, Session: c.Session,
+	r := sideeffects.Record{Kind: kind, Tool: c.Tool, OrderID: c.OrderID, Session: c.Session,
 		Client: c.Client, RequestID: c.RequestID}
+	if c.Task != "" {
+		r.Stream = "task:" + c.Task
+	}
+	return r
 }
 
 // Started is the call's call_started record.

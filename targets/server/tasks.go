@@ -1,0 +1,159 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/targets/tools"
+)
+
+// Tasks modes (Config.Tasks).
+const (
+	TasksOff       = "off"
+	TasksExtension = "extension"
+)
+
+// Defaults of the task knobs.
+const (
+	DefaultTaskTTL          = time.Hour
+	DefaultTaskPollInterval = 5 * time.Second
+)
+
+// taskWire is a Task as the extension puts it on the wire.
+type taskWire struct {
+	ResultType     string          `json:"resultType"`
+	TaskID         string          `json:"taskId"`
+	Status         string          `json:"status"`
+	StatusMessage  string          `json:"statusMessage,omitempty"`
+	CreatedAt      string          `json:"createdAt"`
+	LastUpdatedAt  string          `json:"lastUpdatedAt"`
+	TTLMs          *int64          `json:"ttlMs"`
+	PollIntervalMs int64           `json:"pollIntervalMs"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Error          *mcpwire.Error  `json:"error,omitempty"`
+}
+
+func (s *Server) taskWire(t task, resultType string) taskWire {
+	w := taskWire{
+		ResultType: resultType, TaskID: t.ID, Status: t.Status,
+		CreatedAt: t.Created.UTC().Format(time.RFC3339Nano), LastUpdatedAt: t.Updated.UTC().Format(time.RFC3339Nano),
+		PollIntervalMs: s.cfg.TaskPollInterval.Milliseconds(), Result: t.Result, Error: t.Error,
+	}
+	if t.TTL > 0 {
+		ms := t.TTL.Milliseconds()
+		w.TTLMs = &ms
+	}
+	if t.Error != nil {
+		w.StatusMessage = t.Error.Message
+	}
+	return w
+}
+
+// wantsTasks reports whether a 2026-07-28 request declares the tasks
+// extension in its per-request capabilities.
+func wantsTasks(f mcpwire.RequestFields) bool {
+	var caps struct {
+		Extensions map[string]json.RawMessage `json:"extensions"`
+	}
+	if json.Unmarshal(f.Meta.ClientCapabilities, &caps) != nil {
+		return false
+	}
+	_, ok := caps.Extensions[mcpwire.ExtensionTasks]
+	return ok
+}
+
+// createTask answers a tools/call with a CreateTaskResult once the task is
+// stored, and runs the tool on the server's life: no connection holds it,
+// so no closing stream cancels it; only tasks/cancel does, and the tool
+// then does what Config.OnCancel says.
+func (s *Server) createTask(w http.ResponseWriter, m mcpwire.Message, lc tools.Call, args json.RawMessage) {
+	t, cancelled, err := s.tasks.create(task{Client: lc.Client, RequestID: lc.RequestID, Tool: lc.Tool, OrderID: lc.OrderID, TTL: s.cfg.TaskTTL})
+	if err != nil {
+		writeRPCError(w, http.StatusOK, m.ID, mcpwire.CodeInternalError, err.Error())
+		return
+	}
+	lc.Task = t.ID
+	ctx, cancel := context.WithCancelCause(s.toolCtx)
+	s.calls.add()
+	go func() {
+		defer s.calls.done()
+		defer cancel(nil)
+		out := s.tools.RunRequest(ctx, cancelled, lc, args, func(int, int, func(string, int64)) error { return nil })
+		s.settleTask(t.ID, lc, out)
+	}()
+	writeModernResult(w, m.ID, s.taskWire(*t, mcpwire.ResultTask))
+}
+
+// settleTask stores a finished tool's outcome in its task. A tool the
+// server's stop interrupted leaves its task working: the memory store
+// loses it with the process, the file store fails it on restart.
+func (s *Server) settleTask(id string, lc tools.Call, out tools.Outcome) {
+	switch {
+	case out.Interrupted:
+		return
+	case out.Cancelled:
+		err := s.tasks.finish(id, taskCancelled, nil, nil)
+		s.taskFinished(lc, out, err)
+		return
+	}
+	res, err := out.Result()
+	var raw json.RawMessage
+	if err == nil {
+		raw, err = json.Marshal(res)
+	}
+	if err != nil {
+		err = s.tasks.finish(id, taskFailed, nil, &mcpwire.Error{Code: mcpwire.CodeInternalError, Message: err.Error()})
+	} else {
+		err = s.tasks.finish(id, taskCompleted, raw, nil)
+	}
+	s.taskFinished(lc, out, err)
+}
+
+func (s *Server) taskFinished(lc tools.Call, out tools.Outcome, err error) {
+	if err != nil {
+		s.log.Warn("task store", "task", lc.Task, "err", err)
+		out.Reason, out.Detail = "store_failed", err.Error()
+	}
+	s.record(lc.Finished(out))
+}
+
+// serveTaskMethod answers tasks/get and tasks/cancel. A task's result is
+// recorded as written each time tasks/get hands it out (stream
+// "task:<id>"), so the checker sees how often it was fetched.
+func (s *Server) serveTaskMethod(w http.ResponseWriter, m mcpwire.Message, f mcpwire.RequestFields) {
+	if s.tasks == nil {
+		writeRPCError(w, http.StatusNotFound, m.ID, mcpwire.CodeMethodNotFound, "method not found: "+m.Method+" (tasks are off)")
+		return
+	}
+	if !wantsTasks(f) {
+		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{mcpwire.ExtensionTasks: map[string]any{}}}})
+		writeJSON(w, http.StatusOK, mcpwire.Message{JSONRPC: "2.0", ID: m.ID, Error: &mcpwire.Error{
+			Code: mcpwire.CodeMissingClientCapability, Message: "Missing required client capability", Data: data}})
+		return
+	}
+	if m.Method == mcpwire.MethodTasksCancel {
+		if err := s.tasks.cancel(f.TaskID); err != nil {
+			writeRPCError(w, http.StatusOK, m.ID, mcpwire.CodeInvalidParams, "Failed to cancel task: "+err.Error())
+			return
+		}
+		writeModernResult(w, m.ID, struct {
+			ResultType string `json:"resultType"`
+		}{mcpwire.ResultComplete})
+		return
+	}
+	t, err := s.tasks.get(f.TaskID)
+	if err != nil {
+		writeRPCError(w, http.StatusOK, m.ID, mcpwire.CodeInvalidParams, "Failed to retrieve task: "+err.Error())
+		return
+	}
+	if t.Status == taskCompleted {
+		lc := tools.Call{Tool: t.Tool, OrderID: t.OrderID, Client: t.Client, RequestID: t.RequestID, Task: t.ID}
+		var res mcpwire.CallResult
+		_ = json.Unmarshal(t.Result, &res)
+		s.record(lc.ResultWritten("task:"+t.ID, 0, res.IsError))
+	}
+	writeModernResult(w, m.ID, s.taskWire(t, mcpwire.ResultComplete))
+}

@@ -1,0 +1,161 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/targets/tools"
+)
+
+// taskMeta is the _meta of a 2026-07-28 client declaring the tasks
+// extension.
+func taskMeta() map[string]any {
+	m := modernMeta("tasker")
+	m[mcpwire.MetaClientCapabilities] = map[string]any{"extensions": map[string]any{mcpwire.ExtensionTasks: map[string]any{}}}
+	return m
+}
+
+func (ts *tserver) modernDo(t *testing.T, req request) mcpwire.Message {
+	t.Helper()
+	return resultOf(t, ts.do(t, context.Background(), req.method, "", req.h, req.body))
+}
+
+func taskCall(t *testing.T, id int, args map[string]any) request {
+	return modern(t, id, mcpwire.MethodToolsCall, map[string]any{"name": mcpwire.ToolCharge, "arguments": args, "_meta": taskMeta()})
+}
+
+func taskReq(t *testing.T, id int, method, taskID string, meta map[string]any) request {
+	r := modern(t, id, method, map[string]any{"taskId": taskID, "_meta": meta})
+	return r.with(mcpwire.HeaderName, taskID)
+}
+
+func decodeTask(t *testing.T, m mcpwire.Message) taskWire {
+	t.Helper()
+	require.Nil(t, m.Error, "%+v", m.Error)
+	var tw taskWire
+	require.NoError(t, json.Unmarshal(m.Result, &tw))
+	return tw
+}
+
+func (ts *tserver) pollTask(t *testing.T, id string) taskWire {
+	t.Helper()
+	var tw taskWire
+	require.Eventually(t, func() bool {
+		tw = decodeTask(t, ts.modernDo(t, taskReq(t, 9, mcpwire.MethodTasksGet, id, taskMeta())))
+		return tw.Status != taskWorking
+	}, testTimeout, 5*time.Millisecond)
+	return tw
+}
+
+func TestTaskCreatedPolledCompleted(t *testing.T) {
+	ts := startServer(t, Config{Tasks: TasksExtension, TaskPollInterval: 250 * time.Millisecond, TaskTTL: time.Minute})
+	d := decodeDiscover(t, ts.modernDo(t, modern(t, 1, mcpwire.MethodDiscover, nil)))
+	assert.JSONEq(t, `{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`, string(d.Capabilities))
+
+	created := decodeTask(t, ts.modernDo(t, taskCall(t, 2, map[string]any{"order_id": "t", "amount_cents": 5, "duration_ms": 50})))
+	assert.Equal(t, mcpwire.ResultTask, created.ResultType)
+	assert.Equal(t, taskWorking, created.Status)
+	assert.Equal(t, int64(250), created.PollIntervalMs)
+	require.NotNil(t, created.TTLMs)
+	assert.Equal(t, int64(60000), *created.TTLMs)
+
+	done := ts.pollTask(t, created.TaskID)
+	assert.Equal(t, mcpwire.ResultComplete, done.ResultType)
+	assert.Equal(t, taskCompleted, done.Status)
+	var res mcpwire.CallResult
+	require.NoError(t, json.Unmarshal(done.Result, &res))
+	assert.JSONEq(t, `{"charged":true,"order_id":"t","amount_cents":5}`, string(res.StructuredContent))
+	charges := ts.records(sideeffects.KindCharge, nil)
+	require.Len(t, charges, 1)
+	assert.Equal(t, "task:"+created.TaskID, charges[0].Stream)
+	assert.Len(t, ts.records(sideeffects.KindResultWritten, nil), 1, "each fetch of the result is recorded")
+
+	ts.modernDo(t, taskReq(t, 10, mcpwire.MethodTasksGet, created.TaskID, taskMeta()))
+	assert.Len(t, ts.records(sideeffects.KindResultWritten, nil), 2)
+}
+
+func decodeDiscover(t *testing.T, m mcpwire.Message) mcpwire.DiscoverResult {
+	t.Helper()
+	var d mcpwire.DiscoverResult
+	require.NoError(t, json.Unmarshal(m.Result, &d))
+	return d
+}
+
+func TestTaskErrors(t *testing.T) {
+	ts := startServer(t, Config{Tasks: TasksExtension, TaskTTL: 30 * time.Millisecond})
+	created := decodeTask(t, ts.modernDo(t, taskCall(t, 2, map[string]any{"order_id": "t", "amount_cents": 5, "duration_ms": 1})))
+
+	noCap := ts.modernDo(t, taskReq(t, 3, mcpwire.MethodTasksGet, created.TaskID, modernMeta("plain")))
+	require.NotNil(t, noCap.Error)
+	assert.Equal(t, mcpwire.CodeMissingClientCapability, noCap.Error.Code)
+
+	unknown := ts.modernDo(t, taskReq(t, 4, mcpwire.MethodTasksGet, "nope", taskMeta()))
+	require.NotNil(t, unknown.Error)
+	assert.Equal(t, mcpwire.CodeInvalidParams, unknown.Error.Code)
+	assert.Equal(t, "Failed to retrieve task: task not found", unknown.Error.Message)
+
+	wrongName := taskReq(t, 5, mcpwire.MethodTasksGet, created.TaskID, taskMeta()).with(mcpwire.HeaderName, "other")
+	resp := ts.do(t, context.Background(), wrongName.method, "", wrongName.h, wrongName.body)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "Mcp-Name must be the task id")
+
+	time.Sleep(50 * time.Millisecond)
+	expired := ts.modernDo(t, taskReq(t, 6, mcpwire.MethodTasksGet, created.TaskID, taskMeta()))
+	require.NotNil(t, expired.Error)
+	assert.Equal(t, "Failed to retrieve task: task has expired", expired.Error.Message)
+
+	plain := ts.modernDo(t, modernCharge(t, 7, map[string]any{"order_id": "p", "amount_cents": 1, "duration_ms": 1}))
+	assert.NotContains(t, string(plain.Result), `"resultType":"task"`, "no task for a client that did not declare the extension")
+
+	off := startServer(t, Config{})
+	resp = off.do(t, context.Background(), http.MethodPost, "", taskReq(t, 8, mcpwire.MethodTasksGet, "x", taskMeta()).h, taskReq(t, 8, mcpwire.MethodTasksGet, "x", taskMeta()).body)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "tasks off: tasks/get is not a method")
+}
+
+func TestTaskCancel(t *testing.T) {
+	ts := startServer(t, Config{Tasks: TasksExtension, OnCancel: tools.OnCancelStop})
+	created := decodeTask(t, ts.modernDo(t, taskCall(t, 2, map[string]any{"order_id": "c", "amount_cents": 5, "duration_ms": 5000})))
+	ack := ts.modernDo(t, taskReq(t, 3, mcpwire.MethodTasksCancel, created.TaskID, taskMeta()))
+	require.Nil(t, ack.Error)
+	assert.Equal(t, taskCancelled, ts.pollTask(t, created.TaskID).Status)
+	assert.Empty(t, ts.records(sideeffects.KindCharge, nil))
+	assert.Len(t, ts.records(sideeffects.KindCallCancelled, nil), 1)
+}
+
+// TestTaskFileStoreAcrossCrash: a completed task's result survives a
+// crash with the file store, and a task left working fails as interrupted;
+// the memory store forgets both.
+func TestTaskFileStoreAcrossCrash(t *testing.T) {
+	for _, st := range []string{EventStoreFile, EventStoreMemory} {
+		t.Run(st, func(t *testing.T) {
+			cfg := Config{Tasks: TasksExtension, TaskStore: st, TaskStorePath: filepath.Join(t.TempDir(), "tasks.log")}
+			ts := startServer(t, cfg)
+			done := decodeTask(t, ts.modernDo(t, taskCall(t, 2, map[string]any{"order_id": "d", "amount_cents": 5, "duration_ms": 1})))
+			ts.pollTask(t, done.TaskID)
+			running := decodeTask(t, ts.modernDo(t, taskCall(t, 3, map[string]any{"order_id": "r", "amount_cents": 5, "duration_ms": 10000})))
+			require.NoError(t, ts.Close())
+
+			ts2 := startServer(t, cfg)
+			got := ts2.modernDo(t, taskReq(t, 4, mcpwire.MethodTasksGet, done.TaskID, taskMeta()))
+			left := ts2.modernDo(t, taskReq(t, 5, mcpwire.MethodTasksGet, running.TaskID, taskMeta()))
+			if st == EventStoreMemory {
+				require.NotNil(t, got.Error, "the memory store lost the task")
+				require.NotNil(t, left.Error)
+				return
+			}
+			assert.Equal(t, taskCompleted, decodeTask(t, got).Status, "the result survived")
+			failed := decodeTask(t, left)
+			assert.Equal(t, taskFailed, failed.Status)
+			require.NotNil(t, failed.Error)
+			assert.Equal(t, "interrupted_by_restart", failed.Error.Message)
+		})
+	}
+}

@@ -85,6 +85,7 @@ func newAgent(target string, opts workload.Options, c workload.Client) (*agent, 
 	h.Write([]byte(c.ID))
 	cn := newConn(opts.Endpoint, opts.ReadTimeout)
 	cn.modern, cn.client = mcpwire.ModernVersion(opts.Protocol), c.ID
+	cn.tasks = cn.modern && opts.Tasks == "extension" && target == TargetResumable
 	return &agent{
 		target: target, opts: opts, client: c,
 		conn:   cn,

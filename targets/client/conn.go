@@ -36,6 +36,7 @@ type conn struct {
 	// carrying its version and identity (client) in _meta and headers.
 	modern bool
 	client string
+	tasks  bool // declare the tasks extension (2026-07-28)
 }
 
 // adopt takes over a session opened earlier (by a previous run of the
@@ -180,8 +181,10 @@ func (c *conn) post(ctx context.Context, m mcpwire.Message) (*exchange, error) {
 	var extra http.Header
 	if c.modern && m.Method != "" {
 		extra = http.Header{http.CanonicalHeaderKey(mcpwire.HeaderMethod): {m.Method}}
-		if f, ok := mcpwire.ReadRequestFields(m.Params); ok && f.Name != "" {
-			extra[http.CanonicalHeaderKey(mcpwire.HeaderName)] = []string{mcpwire.EncodeHeaderValue(f.Name)}
+		if member, named := mcpwire.NamedMethod(m.Method); named {
+			if f, ok := mcpwire.ReadRequestFields(m.Params); ok {
+				extra[http.CanonicalHeaderKey(mcpwire.HeaderName)] = []string{mcpwire.EncodeHeaderValue(f.Member(member))}
+			}
 		}
 	}
 	return c.do(ctx, http.MethodPost, b, "", extra)
@@ -200,6 +203,9 @@ func (c *conn) meta(progressToken any) *mcpwire.RequestMeta {
 		m.ProtocolVersion = mcpwire.Version20260728
 		m.ClientInfo = &mcpwire.Implementation{Name: c.client, Version: "chaosrun"}
 		m.ClientCapabilities = json.RawMessage(`{}`)
+		if c.tasks {
+			m.ClientCapabilities = json.RawMessage(`{"extensions":{"` + mcpwire.ExtensionTasks + `":{}}}`)
+		}
 	}
 	return m
 }

@@ -38,6 +38,10 @@ type InFlight struct {
 	RequestID   string `json:"request_id"`
 	LastEventID string `json:"last_event_id,omitempty"`
 	Attempt     int    `json:"attempt"`
+	// TaskID is the task the server answered the call with (2026-07-28
+	// tasks extension), persisted before it is polled so that a restarted
+	// client polls it again instead of calling again.
+	TaskID string `json:"task_id,omitempty"`
 }
 
 // Completed reports the recorded outcome of a call, if it has one.

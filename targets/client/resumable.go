@@ -116,6 +116,12 @@ func (r *resumable) recoverInFlight(ctx context.Context) error {
 	}
 	s := &stream{call: call, session: r.cur.Session, requestID: fl.RequestID, attempt: fl.Attempt, lastID: fl.LastEventID}
 	s.persist = r.persister()
+	if fl.TaskID != "" && r.modern() {
+		if err := r.ensureSession(ctx); err != nil {
+			return r.halt(ctx, s, err)
+		}
+		return r.pollTask(ctx, s, &taskHandle{id: fl.TaskID})
+	}
 	if fl.LastEventID == "" || !r.conn.live {
 		return r.settle(s, unknownOutcome("restarted with no event id persisted for the call's stream"))
 	}
@@ -221,6 +227,9 @@ func (r *resumable) follow(ctx context.Context, s *stream, x *exchange, cl Close
 			out, c, progressed, err := r.read(ctx, s, x)
 			if err != nil {
 				return false, r.halt(ctx, s, err)
+			}
+			if out != nil && out.task != nil {
+				return false, r.pollTask(ctx, s, out.task)
 			}
 			if out != nil {
 				return false, r.settle(s, out)

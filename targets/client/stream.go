@@ -43,6 +43,15 @@ type outcome struct {
 	eventID string
 	reason  string
 	read    bool // the outcome was read from the call's response
+	// task, when set, is not an outcome but the task the server answered
+	// the call with: its outcome is to be polled for.
+	task *taskHandle
+}
+
+// taskHandle is a CreateTaskResult: the task to poll and how often.
+type taskHandle struct {
+	id   string
+	poll time.Duration
 }
 
 func unknownOutcome(reason string) *outcome {
@@ -170,6 +179,14 @@ func progressSeq(m *mcpwire.Message) int64 {
 func resultOf(m mcpwire.Message, eventID string) *outcome {
 	if m.Error != nil {
 		return &outcome{kind: history.KindFail, eventID: eventID, reason: m.Error.Error(), read: true}
+	}
+	var rt struct {
+		ResultType     string `json:"resultType"`
+		TaskID         string `json:"taskId"`
+		PollIntervalMs int64  `json:"pollIntervalMs"`
+	}
+	if json.Unmarshal(m.Result, &rt) == nil && rt.ResultType == mcpwire.ResultTask && rt.TaskID != "" {
+		return &outcome{task: &taskHandle{id: rt.TaskID, poll: time.Duration(rt.PollIntervalMs) * time.Millisecond}}
 	}
 	var r mcpwire.CallResult
 	if err := json.Unmarshal(m.Result, &r); err != nil {

@@ -55,6 +55,9 @@ const (
 	KindReconnect   Kind = "reconnect"
 	KindResume      Kind = "resume"
 	KindGap         Kind = "gap"
+	// KindTask: the server answered the call with a task (2026-07-28 tasks
+	// extension), Detail its id; the call's outcome is polled for.
+	KindTask Kind = "task"
 )
 
 // ResultRead is the result field of an outcome read from the call's

@@ -215,6 +215,10 @@ type Backoff struct {
 type Options struct {
 	Endpoint string // the MCP endpoint URL, through the proxy
 	Protocol string // protocol version to ask for in initialize
+	// Tasks is "extension" for a 2026-07-28 client that declares the
+	// io.modelcontextprotocol/tasks extension and polls the tasks it is
+	// given; "" or "off" declares nothing.
+	Tasks string
 	Cursor   string // "memory" or "file"
 	// CursorDir holds one cursor file per logical client when Cursor is "file".
 	CursorDir string

@@ -349,7 +349,8 @@ func serverArgs(p *spec.Plan) []string {
 		"--retention-events", strconv.Itoa(s.RetentionEvents), "--retention-age", s.RetentionAge.String(),
 		"--on-unresumable", s.OnUnresumable, "--event-store", s.EventStore, "--store-path", "events.log",
 		"--session-ttl", s.SessionTTL.String(), "--keepalive", s.Keepalive.String(), "--retry", s.Retry.String(),
-		"--on-cancel", s.OnCancel,
+		"--on-cancel", s.OnCancel, "--tasks", s.Tasks, "--task-store", s.TaskStore, "--task-store-path", "tasks.log",
+		"--task-ttl", s.TaskTTL.String(), "--task-poll-interval", s.TaskPoll.String(),
 	)
 }
 
@@ -366,7 +367,7 @@ func clientArgs(p *spec.Plan, endpoint string) []string {
 	}
 	return []string{
 		"--target", c.Target, "--endpoint", endpoint, "--workload-template", string(tmpl),
-		"--history", check.HistoryFile, "--cursor", c.Cursor, "--cursor-dir", "cursors", "--protocol", c.Protocol,
+		"--history", check.HistoryFile, "--cursor", c.Cursor, "--cursor-dir", "cursors", "--protocol", c.Protocol, "--tasks", c.Tasks,
 		"--backoff-initial", c.Backoff.Initial.String(), "--backoff-max", c.Backoff.Max.String(),
 		"--backoff-retries", strconv.Itoa(c.Backoff.Retries), "--read-timeout", c.ReadTimeout.String(),
 		"--seed", strconv.FormatInt(p.Seed, 10),

@@ -118,6 +118,11 @@ func newServerAgentCmd() *cobra.Command {
 	fl.DurationVar(&f.cfg.Keepalive, "keepalive", 0, "SSE comment interval; 0 = none")
 	fl.DurationVar(&f.cfg.Retry, "retry", 0, "retry field of 2025-11-25 streams and of the shutdown hint; 0 = 1s")
 	fl.DurationVar(&f.cfg.DefaultChargeDuration, "charge-duration", time.Second, "charge duration when a call gives none")
+	fl.StringVar(&f.cfg.Tasks, "tasks", server.TasksOff, "2026-07-28 tasks extension: off or extension")
+	fl.StringVar(&f.cfg.TaskStore, "task-store", server.EventStoreMemory, "task store: memory or file (survives a restart)")
+	fl.StringVar(&f.cfg.TaskStorePath, "task-store-path", "tasks.log", "the file task store's journal")
+	fl.DurationVar(&f.cfg.TaskTTL, "task-ttl", server.DefaultTaskTTL, "how long a task is kept from its creation (ttlMs)")
+	fl.DurationVar(&f.cfg.TaskPollInterval, "task-poll-interval", server.DefaultTaskPollInterval, "the pollIntervalMs suggested to clients")
 	fl.StringVar(&f.cfg.OnCancel, "on-cancel", tools.OnCancelStop, "what a tool does when its request is cancelled (2026-07-28: its stream closes): stop, ignore or commit_then_notice")
 	fl.StringSliceVar(&f.allowedOrigin, "allowed-origin", nil, "Origin values allowed besides loopback ones (repeatable); * allows any")
 	fl.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running tools may finish")
@@ -140,6 +145,7 @@ func (f *serverFlags) build(clock runclock.Clock, stderr io.Writer) (serverTarge
 	case targets.Reference:
 		cfg := f.cfg
 		cfg.StorePath = f.path(cfg.StorePath)
+		cfg.TaskStorePath = f.path(cfg.TaskStorePath)
 		cfg.AllowedOrigins = f.allowedOrigin
 		cfg.Recorder = f.recorder()
 		cfg.Clock = clock

@@ -53,6 +53,10 @@ type ServerPlan struct {
 	Keepalive       time.Duration
 	Retry           time.Duration
 	OnCancel        string
+	Tasks           string
+	TaskStore       string
+	TaskTTL         time.Duration
+	TaskPoll        time.Duration
 	Command         []string
 	Listen          string
 	Image           string
@@ -76,6 +80,7 @@ type ClientPlan struct {
 	Command     []string
 	Cursor      string
 	Protocol    string
+	Tasks       string
 	Backoff     workload.Backoff
 	ReadTimeout time.Duration
 }
@@ -102,7 +107,9 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 	p.Server = ServerPlan{
 		Target: s.Target, Replicas: s.Replicas, RetentionEvents: s.RetentionEvents, RetentionAge: s.RetentionAge.Scale(f),
 		OnUnresumable: s.OnUnresumable, EventStore: s.EventStore, SessionTTL: s.SessionTTL.Scale(f),
-		Keepalive: s.Keepalive.Scale(f), Retry: s.Retry.Scale(f), OnCancel: s.OnCancel, Command: s.Command, Listen: s.Listen, Image: s.Image,
+		Keepalive: s.Keepalive.Scale(f), Retry: s.Retry.Scale(f), OnCancel: s.OnCancel,
+		Tasks: s.Tasks, TaskStore: s.TaskStore, TaskTTL: s.TaskTTL.Scale(f), TaskPoll: s.TaskPoll.Scale(f),
+		Command: s.Command, Listen: s.Listen, Image: s.Image,
 	}
 	if b := x.Balancer; b != nil {
 		p.Balancer = &BalancerPlan{Kind: b.Kind, Balance: b.Balance, ProxyReadTimeout: b.ProxyReadTimeout.Scale(f),
@@ -111,7 +118,7 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 	}
 	c := x.Client
 	p.Client = ClientPlan{
-		Target: c.Target, Command: c.Command, Cursor: c.Cursor, Protocol: c.Protocol, ReadTimeout: c.ReadTimeout.Scale(f),
+		Target: c.Target, Command: c.Command, Cursor: c.Cursor, Protocol: c.Protocol, Tasks: c.Tasks, ReadTimeout: c.ReadTimeout.Scale(f),
 		Backoff: workload.Backoff{Initial: c.Backoff.Initial.Scale(f), Max: c.Backoff.Max.Scale(f), Retries: *c.Backoff.Retries},
 	}
 	p.Template = workload.Template{Clients: x.Workload.Clients}

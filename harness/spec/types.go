@@ -35,17 +35,21 @@ type Experiment struct {
 
 // Server configures the MCP server under test.
 type Server struct {
-	Target          string       `yaml:"target"`           // reference (default) | go-sdk | mcp-go | command | image
-	Replicas        int          `yaml:"replicas"`         // default 1; more need a balancer
-	RetentionEvents int          `yaml:"retention_events"` // default 1000; 0 = unbounded
-	RetentionAge    dur.Duration `yaml:"retention_age"`    // 0 = no age limit
-	OnUnresumable   string       `yaml:"on_unresumable"`   // gone (default) | silent_head
-	EventStore      string       `yaml:"event_store"`      // memory (default) | file
-	SessionTTL      dur.Duration `yaml:"session_ttl"`      // default 10m; idle TTL
-	Keepalive       dur.Duration `yaml:"keepalive"`        // SSE comment interval; 0 = none
-	Retry           dur.Duration `yaml:"retry"`            // retry field of 2025-11-25 streams; 0 = 1s
-	OnCancel        string       `yaml:"on_cancel"`        // stop (default) | ignore | commit_then_notice
-	Command         []string     `yaml:"command"`          // target: command
+	Target          string       `yaml:"target"`             // reference (default) | go-sdk | mcp-go | command | image
+	Replicas        int          `yaml:"replicas"`           // default 1; more need a balancer
+	RetentionEvents int          `yaml:"retention_events"`   // default 1000; 0 = unbounded
+	RetentionAge    dur.Duration `yaml:"retention_age"`      // 0 = no age limit
+	OnUnresumable   string       `yaml:"on_unresumable"`     // gone (default) | silent_head
+	EventStore      string       `yaml:"event_store"`        // memory (default) | file
+	SessionTTL      dur.Duration `yaml:"session_ttl"`        // default 10m; idle TTL
+	Keepalive       dur.Duration `yaml:"keepalive"`          // SSE comment interval; 0 = none
+	Retry           dur.Duration `yaml:"retry"`              // retry field of 2025-11-25 streams; 0 = 1s
+	OnCancel        string       `yaml:"on_cancel"`          // stop (default) | ignore | commit_then_notice
+	Tasks           string       `yaml:"tasks"`              // off (default) | extension (2026-07-28)
+	TaskStore       string       `yaml:"task_store"`         // memory (default) | file
+	TaskTTL         dur.Duration `yaml:"task_ttl"`           // default 1h
+	TaskPoll        dur.Duration `yaml:"task_poll_interval"` // default 5s
+	Command         []string     `yaml:"command"`            // target: command
 	// Listen, for target command, is the fixed loopback host:port the
 	// command listens on, for a server that cannot be told its address;
 	// "" (the default) gives it a free port. Local runtime only.
@@ -75,6 +79,7 @@ type Client struct {
 	Command     []string     `yaml:"command"`      // target: command: your client and its arguments
 	Cursor      string       `yaml:"cursor"`       // memory (default) | file
 	Protocol    string       `yaml:"protocol"`     // default 2025-11-25
+	Tasks       string       `yaml:"tasks"`        // off (default) | extension (2026-07-28, resumable)
 	Backoff     Backoff      `yaml:"backoff"`      // default {1s, 30s, 8}
 	ReadTimeout dur.Duration `yaml:"read_timeout"` // 0 = wait forever on a silent stream
 }

@@ -61,6 +61,15 @@ func (x *Experiment) applyDefaults() {
 		x.Server.Replicas = 1
 	}
 	def(&x.Server.OnCancel, tools.OnCancelStop)
+	def(&x.Server.Tasks, "off")
+	def(&x.Server.TaskStore, "memory")
+	def(&x.Client.Tasks, "off")
+	if x.Server.TaskTTL == 0 {
+		x.Server.TaskTTL = dur.Duration(time.Hour)
+	}
+	if x.Server.TaskPoll == 0 {
+		x.Server.TaskPoll = dur.Duration(5 * time.Second)
+	}
 	if _, set := x.nodes["server.retention_events"]; !set {
 		x.Server.RetentionEvents = 1000
 	}
@@ -127,6 +136,8 @@ func (x *Experiment) validateServer(bad badFunc, oneOf oneOfFunc) {
 		bad("server.replicas", "%d replicas need a balancer: block to spread the requests over them", s.Replicas)
 	}
 	oneOf("server.on_cancel", s.OnCancel, tools.OnCancelModes)
+	oneOf("server.tasks", s.Tasks, TaskModes)
+	oneOf("server.task_store", s.TaskStore, EventStores)
 	if s.RetentionEvents < 0 {
 		bad("server.retention_events", "must be 0 (unbounded) or more, got %d", s.RetentionEvents)
 	}
@@ -173,7 +184,12 @@ var sdkKnobs = []string{"retention_events", "session_ttl"}
 
 // referenceOnly are the server knobs only the reference server implements;
 // the SDK servers take retention_events and session_ttl.
-var referenceOnly = []string{"retention_age", "on_unresumable", "event_store", "keepalive", "retry", "on_cancel"}
+var referenceOnly = []string{"retention_age", "on_unresumable", "event_store", "keepalive", "retry", "on_cancel",
+	"tasks", "task_store", "task_ttl", "task_poll_interval"}
+
+// TaskModes are the tasks values: off, or the 2026-07-28 extension. The
+// experimental tasks of 2025-11-25 (legacy) are not built.
+var TaskModes = []string{"off", "extension"}
 
 // sdkClients take only backoff.retries of the client knobs: the SDKs keep
 // their delays and cursors to themselves.
@@ -222,6 +238,13 @@ func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
 	}
 	if mcpwire.ModernVersion(c.Protocol) {
 		x.validateModern(bad)
+	}
+	oneOf("client.tasks", c.Tasks, TaskModes)
+	if c.Tasks == "extension" && (!mcpwire.ModernVersion(c.Protocol) || c.Target != targets.Resumable) {
+		bad("client.tasks", "the tasks extension is spoken by the resumable client at 2026-07-28 (client.target is %s, client.protocol %s)", c.Target, c.Protocol)
+	}
+	if x.Server.Tasks == "extension" && !mcpwire.ModernVersion(c.Protocol) {
+		bad("server.tasks", "the tasks extension is a 2026-07-28 one, and client.protocol is %s", c.Protocol)
 	}
 	if c.Target == targets.GoSDK || c.Target == targets.MCPGo {
 		for _, knob := range sdkClientOnly {

@@ -218,8 +218,8 @@ type Options struct {
 	// Tasks is "extension" for a 2026-07-28 client that declares the
 	// io.modelcontextprotocol/tasks extension and polls the tasks it is
 	// given; "" or "off" declares nothing.
-	Tasks string
-	Cursor   string // "memory" or "file"
+	Tasks  string
+	Cursor string // "memory" or "file"
 	// CursorDir holds one cursor file per logical client when Cursor is "file".
 	CursorDir string
 	Backoff   Backoff

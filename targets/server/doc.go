@@ -73,6 +73,27 @@
 // stream drains like any other; when the drain is over it closes, which
 // cancels the call.
 //
+// # Tasks
+//
+// With Config.Tasks "extension" (the io.modelcontextprotocol/tasks
+// extension of 2026-07-28) server/discover lists the extension, and a
+// tools/call whose _meta clientCapabilities declare it is answered at once
+// with a CreateTaskResult (resultType "task", taskId, status working,
+// createdAt, lastUpdatedAt, ttlMs, pollIntervalMs) once the task is stored.
+// The tool runs on the server's life, not the connection's: no closing
+// stream cancels a task; tasks/cancel does, and the tool then does what
+// Config.OnCancel says. tasks/get (Mcp-Name the task id, the capability
+// declared, else -32021) returns the task with resultType "complete" and,
+// once completed, the tools/call result inlined; each such answer is
+// recorded as result_written on stream "task:<id>", so the checker sees how
+// often a result was fetched. An unknown id, or one past its ttlMs, gets
+// -32602 ("Failed to retrieve task: task not found" or "... task has
+// expired"). The "memory" task store dies with the process; the "file"
+// store journals every change with fsync before it is visible, and on
+// start fails a task left working with the error interrupted_by_restart
+// (the client must treat it as an unknown outcome). The 2025-11-25
+// experimental tasks are not built.
+//
 // # Event log and resumption
 //
 // Every session numbers its events 1, 2, 3, ... across its streams, and

@@ -33,6 +33,8 @@ import (
 //     ran, and nothing of the call is derived).
 //     It carries the call's idempotency_key argument, which makes repeating
 //     the operation harmless as a key on a charge record would.
+//     A response with resultType "task" is no result: the call became a
+//     task, whose result is fetched later by tasks/get.
 //   - charge: a call_started of an operation that is not idempotent
 //     ([Ops.Idempotent]): the wire cannot see money move, but it sees a side
 //     effect invoked, and an operation invoked twice at the server is a
@@ -196,6 +198,9 @@ func (d *derivedLedger) answer(r *wire.Record, x *exchange, m *wire.Message, eve
 	}
 	c := d.calls[StreamKey{Session: x.session, RequestID: m.ID}]
 	if c == nil || c.result {
+		return
+	}
+	if m.ResultType == mcpwire.ResultTask { // a task handle: the result comes later, by tasks/get
 		return
 	}
 	if m.IsError && m.ErrorCode != 0 && turnedAway(m.ErrorCode, c) {

@@ -79,7 +79,7 @@ var invariants = []invariant{
 		return len(a.Calls) > 0 && a.has(sideeffects.KindCallStarted, sideeffects.KindCharge)
 	}, "no call recorded: the client neither wrote a history of its calls nor sent one across the wire", nil},
 	{CancelledCommitsSurfaced, cancelledCommitsSurfaced, func(a *Accounts) bool { return a.has(sideeffects.KindCallCancelled) },
-		"no call seen cancelled: the ledger records no call_cancelled (the wire cannot tell a cancellation from a disconnect)", nil},
+		"no call seen cancelled: the ledger records no call_cancelled (the wire cannot tell a cancellation from a disconnect)", unseenCancellations},
 }
 
 // Judge checks the fault_hit assumption and every invariant, and computes
@@ -192,6 +192,9 @@ func judgeOn(in Input, inv invariant, ledger, fromWire *Accounts) Result {
 	case byLedger:
 		r := inv.judge(ledger)
 		r.Account = AccountLedger
+		if fromWire != nil && inv.unseen != nil {
+			r.Unseen = inv.unseen(ledger, fromWire)
+		}
 		return r
 	case byWire:
 		r := inv.judge(fromWire)
@@ -204,6 +207,17 @@ func judgeOn(in Input, inv invariant, ledger, fromWire *Accounts) Result {
 		return r
 	}
 	return Result{ID: inv.id, Status: NotJudged, Summary: inv.nothing}
+}
+
+// unseenCancellations explains why the wire cannot judge side effects
+// committed after a cancellation: it sees a stream close, not the server
+// taking it as a cancellation, nor when the tool committed.
+func unseenCancellations(ledger, _ *Accounts) string {
+	if !ledger.has(sideeffects.KindCallCancelled) {
+		return ""
+	}
+	return fmt.Sprintf("the server saw %s cancelled (call_cancelled) and the wire sees only streams closing, never when a tool commits",
+		count(ledger.kinds[sideeffects.KindCallCancelled], "call"))
 }
 
 // unseenEnds explains the forks the wire's account finds and the ledger's

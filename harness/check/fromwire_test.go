@@ -451,3 +451,37 @@ func TestACallKilledWithItsReplicaIsNoDuplicateTheWireCanSee(t *testing.T) {
 	assert.Empty(t, dup.Unseen)
 	assert.NotEmpty(t, dup.Disagreement)
 }
+
+// postModern opens a connection carrying one 2026-07-28 POST of msg.
+func (w *wireLog) postModern(msg wire.Message) *wireLog {
+	w.conn++
+	return w.add(wire.Record{Kind: wire.KindRequest, Conn: w.conn, Exchange: 1, Method: "POST", Path: "/mcp",
+		Header: &wire.Header{ProtocolVersion: "2026-07-28", MCPMethod: msg.Method, MCPName: msg.Tool}, Messages: []wire.Message{msg}})
+}
+
+// TestLedgerFromWireAt20260728: a call whose stream closes without its
+// result was cancelled (no result is derived for it), a task handle is no
+// result, and an idempotency_key argument makes the operation safe to
+// repeat.
+func TestLedgerFromWireAt20260728(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).postModern(toolsCall("c1-2", "charge", `{"order_id":"pay-1","amount_cents":4999,"idempotency_key":"k"}`)).answer(200, "", true)
+	w.at(30).cut()
+	w.at(31).postModern(toolsCall("c1-3", "charge", `{"order_id":"pay-2","amount_cents":4999}`)).answer(200, "", false,
+		wire.Message{ID: "c1-3", Response: true, ResultType: "task"})
+	led := ledgerFromWire(w.recs, nil, nil)
+	var written, started []string
+	keys := map[string]string{}
+	for _, r := range led {
+		switch r.Kind {
+		case sideeffects.KindResultWritten:
+			written = append(written, r.RequestID)
+		case sideeffects.KindCallStarted:
+			started = append(started, r.RequestID)
+			keys[r.RequestID] = r.IdempotencyKey
+		}
+	}
+	assert.Empty(t, written, "no result: one call was cancelled, the other became a task")
+	assert.Equal(t, []string{"c1-2", "c1-3"}, started)
+	assert.Equal(t, map[string]string{"c1-2": "k", "c1-3": ""}, keys)
+}

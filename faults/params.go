@@ -27,6 +27,7 @@ const (
 	KindPause            = "pause"
 	KindExpireSession    = "expire_session"
 	KindTerminateSession = "terminate_session"
+	KindDropTasks        = "drop_tasks"
 )
 
 // ErrUnknownKind is returned for a fault kind the catalogue does not have.
@@ -71,6 +72,7 @@ var catalogue = map[string]func() Params{
 	KindPause:            func() Params { return new(Pause) },
 	KindExpireSession:    func() Params { return new(ExpireSession) },
 	KindTerminateSession: func() Params { return new(TerminateSession) },
+	KindDropTasks:        func() Params { return new(DropTasks) },
 }
 
 // Kinds lists every fault kind, sorted.

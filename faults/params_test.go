@@ -14,7 +14,7 @@ import (
 
 func TestKindsAreStable(t *testing.T) {
 	assert.Equal(t, []string{
-		"bandwidth", "crash", "expire_session", "http_status", "idle_timeout", "latency", "limit_data",
+		"bandwidth", "crash", "drop_tasks", "expire_session", "http_status", "idle_timeout", "latency", "limit_data",
 		"partition", "pause", "reset", "restart", "slicer", "terminate_session",
 	}, faults.Kinds())
 	for _, k := range faults.Kinds() {

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -183,6 +184,38 @@ func (p *TerminateSession) hold() dur.Duration   { return 0 }
 
 func (p *TerminateSession) inject(ctx context.Context, r *run, _ Injection) (heal, string, error) {
 	return r.control(ctx, "terminate", "terminated")
+}
+
+// DropTasks makes the server's task store forget every task now
+// ({control}/control/drop_tasks): a task the client polls is then not
+// found, as if its poll had reached a replica without it. An instant fault.
+type DropTasks struct{}
+
+// Validate accepts the empty parameters.
+func (p *DropTasks) Validate() error { return nil }
+
+func (p *DropTasks) window() dur.Duration { return 0 }
+func (p *DropTasks) hold() dur.Duration   { return 0 }
+
+func (p *DropTasks) inject(ctx context.Context, r *run, _ Injection) (heal, string, error) {
+	body, err := r.post(ctx, "drop_tasks")
+	if err != nil {
+		return nil, "", err
+	}
+	var v struct {
+		Tasks *[]string `json:"tasks"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil || v.Tasks == nil {
+		return nil, "", fmt.Errorf("control drop_tasks: answer is not {\"tasks\":[...]}")
+	}
+	switch n := len(*v.Tasks); n {
+	case 0:
+		return nil, "no task to drop", nil
+	case 1:
+		return nil, "dropped 1 task: " + (*v.Tasks)[0], nil
+	default:
+		return nil, fmt.Sprintf("dropped %d tasks: %s", n, strings.Join(*v.Tasks, ", ")), nil
+	}
 }
 
 // sessionsDetail describes the sessions a control call acted on.

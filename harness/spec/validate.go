@@ -243,6 +243,11 @@ func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
 	if c.Tasks == "extension" && (!mcpwire.ModernVersion(c.Protocol) || c.Target != targets.Resumable) {
 		bad("client.tasks", "the tasks extension is spoken by the resumable client at 2026-07-28 (client.target is %s, client.protocol %s)", c.Target, c.Protocol)
 	}
+	for i, f := range x.Faults {
+		if f.Kind == faults.KindDropTasks && x.Server.Tasks != "extension" {
+			bad(fmt.Sprintf("faults[%d].kind", i), "drop_tasks needs a task store: set server.tasks: extension")
+		}
+	}
 	if x.Server.Tasks == "extension" && !mcpwire.ModernVersion(c.Protocol) {
 		bad("server.tasks", "the tasks extension is a 2026-07-28 one, and client.protocol is %s", c.Protocol)
 	}

@@ -43,7 +43,7 @@ func (r *resumable) pollTask(ctx context.Context, s *stream, th *taskHandle) err
 		if err := runclock.Sleep(ctx, delay); err != nil {
 			return r.halt(ctx, s, err)
 		}
-		out, next, cl, err := r.getTask(ctx, th.id)
+		out, next, cl, err := r.getTask(ctx, s, th.id)
 		switch {
 		case err != nil:
 			return r.halt(ctx, s, err)
@@ -66,7 +66,7 @@ func (r *resumable) pollTask(ctx context.Context, s *stream, th *taskHandle) err
 // getTask sends one tasks/get. It returns the call's outcome once the task
 // is terminal or lost, or a close when the poll itself broke, or neither
 // while the task works (with the interval the server suggests now).
-func (r *resumable) getTask(ctx context.Context, taskID string) (*outcome, time.Duration, *Close, error) {
+func (r *resumable) getTask(ctx context.Context, s *stream, taskID string) (*outcome, time.Duration, *Close, error) {
 	params, err := json.Marshal(struct {
 		TaskID string               `json:"taskId"`
 		Meta   *mcpwire.RequestMeta `json:"_meta"`
@@ -98,6 +98,10 @@ func (r *resumable) getTask(ctx context.Context, taskID string) (*outcome, time.
 		return nil, 0, &Close{Err: err}, nil
 	}
 	if m.Error != nil {
+		// The call's thread to its outcome broke as surely as a cut stream
+		// would: recorded as a break, then the outcome is unknown.
+		r.record(history.Record{Kind: history.KindStreamBreak, Call: s.call.ID, Session: s.session, RequestID: s.requestID,
+			Reason: "task_lost", Detail: m.Error.Message})
 		return unknownOutcome(fmt.Sprintf("task %s lost: %s", taskID, m.Error.Message)), 0, nil, nil
 	}
 	var t struct {

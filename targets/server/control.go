@@ -95,3 +95,20 @@ func (s *Server) controlTargets(w http.ResponseWriter, r *http.Request) ([]*sess
 	}
 	return []*session{sess}, true
 }
+
+// tasksBody is the answer of /control/drop_tasks.
+type tasksBody struct {
+	Tasks []string `json:"tasks"`
+}
+
+// serveDropTasks makes the task store forget every task now, as a replica
+// that never held them, or a store wiped, would: later tasks/get for them
+// get "task not found". Tools still running carry on, their results going
+// nowhere. It answers 404 when tasks are off.
+func (s *Server) serveDropTasks(w http.ResponseWriter, _ *http.Request) {
+	if s.tasks == nil {
+		writeError(w, http.StatusNotFound, errBadRequest, "tasks are off")
+		return
+	}
+	writeJSON(w, http.StatusOK, tasksBody{Tasks: s.tasks.dropAll()})
+}

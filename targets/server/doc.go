@@ -211,5 +211,6 @@
 // On the same listener, for the harness: GET /control/healthz,
 // GET /control/status ({"sessions","inflight_calls","attached_streams"}),
 // POST /control/expire[?session=ID] and POST /control/terminate[?session=ID]
-// (both answer {"sessions":[ids]}).
+// (both answer {"sessions":[ids]}), and POST /control/drop_tasks, which makes
+// the task store forget every task ({"tasks":[ids]}; 404 with tasks off).
 package server

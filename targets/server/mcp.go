@@ -18,6 +18,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /control/status", s.serveStatus)
 	mux.HandleFunc("POST /control/expire", s.serveExpire)
 	mux.HandleFunc("POST /control/terminate", s.serveTerminate)
+	mux.HandleFunc("POST /control/drop_tasks", s.serveDropTasks)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowedOrigin(s.cfg.AllowedOrigins, r.Header) {
 			writeError(w, http.StatusForbidden, errForbiddenOrigin, "Origin is not allowed")

@@ -159,3 +159,20 @@ func TestTaskFileStoreAcrossCrash(t *testing.T) {
 		})
 	}
 }
+
+func TestControlDropTasks(t *testing.T) {
+	ts := startServer(t, Config{Tasks: TasksExtension})
+	created := decodeTask(t, ts.modernDo(t, taskCall(t, 2, map[string]any{"order_id": "d", "amount_cents": 5, "duration_ms": 100})))
+	resp := ts.do(t, context.Background(), http.MethodPost, "/control/drop_tasks", nil, "")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var body tasksBody
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	assert.Equal(t, []string{created.TaskID}, body.Tasks)
+	lost := ts.modernDo(t, taskReq(t, 3, mcpwire.MethodTasksGet, created.TaskID, taskMeta()))
+	require.NotNil(t, lost.Error)
+	assert.Equal(t, "Failed to retrieve task: task not found", lost.Error.Message)
+	ts.waitRecord(t, sideeffects.KindCharge, nil) // the tool ran on: its result goes nowhere
+
+	off := startServer(t, Config{})
+	assert.Equal(t, http.StatusNotFound, off.do(t, context.Background(), http.MethodPost, "/control/drop_tasks", nil, "").StatusCode)
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -182,6 +183,22 @@ func (ts *taskStore) cancel(id string) error {
 		delete(ts.cancels, id)
 	}
 	return nil
+}
+
+// dropAll forgets every task, and returns their ids, sorted. The file
+// journal keeps them: a restart brings them back, as a store that was only
+// unreachable would.
+func (ts *taskStore) dropAll() []string {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ids := make([]string, 0, len(ts.tasks))
+	for id := range ts.tasks {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	clear(ts.tasks)
+	clear(ts.cancels)
+	return ids
 }
 
 func (ts *taskStore) close() error {

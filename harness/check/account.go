@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/history"
@@ -36,6 +37,11 @@ type Accounts struct {
 	// CancelledCommits are side effects committed after the server saw
 	// their call cancelled, by N of the commit.
 	CancelledCommits []CancelledCommit
+	// TaskFetches counts, per task (tasks extension; its records' stream
+	// is "task:<id>"), the times the server handed out its result
+	// (result_written): 1 is delivery exactly once, 0 a result never
+	// fetched.
+	TaskFetches map[string]int
 }
 
 // has reports whether the ledger read held a record of one of the kinds.
@@ -252,6 +258,7 @@ func Account(ledger []sideeffects.Record, hist []history.Record, ops Ops) Accoun
 	out.Calls, out.BlindRetries = a.callAccounts(hist)
 	out.FalseFails = a.falseFails(out.Calls)
 	out.CancelledCommits = a.cancelledCommits(out.Calls)
+	out.TaskFetches = a.taskFetches
 	return out
 }
 
@@ -278,6 +285,7 @@ type accountant struct {
 	cancelled    map[StreamKey]cancelRef
 	commits      map[StreamKey][]cancelRef
 	deduplicated map[string][]int64 // order id to N of its charge_deduplicated
+	taskFetches  map[string]int     // task stream to result_written records on it
 }
 
 // outcomeRef is when an outcome was recorded, the event id it read, and
@@ -314,18 +322,19 @@ func newAccountant(ops Ops) *accountant {
 		started:   map[StreamKey]int64{},
 		committed: map[string][]int64{},
 		cancelled: map[StreamKey]cancelRef{}, commits: map[StreamKey][]cancelRef{}, deduplicated: map[string][]int64{},
-		dropped:  map[StreamKey]int64{},
-		byOrder:  map[string][]int64{},
-		keyed:    map[string]bool{},
-		toolOf:   map[string]string{},
-		streams:  map[StreamKey]*streamState{},
-		sessGaps: map[string][]gapRef{},
-		opened:   map[string]SessionSpan{},
-		closed:   map[string]sideeffects.Record{},
-		results:  map[StreamKey]writtenRef{},
-		outcomes: map[StreamKey][]outcomeRef{},
-		claimed:  map[string]bool{},
-		lostAt:   map[string]int64{},
+		taskFetches: map[string]int{},
+		dropped:     map[StreamKey]int64{},
+		byOrder:     map[string][]int64{},
+		keyed:       map[string]bool{},
+		toolOf:      map[string]string{},
+		streams:     map[StreamKey]*streamState{},
+		sessGaps:    map[string][]gapRef{},
+		opened:      map[string]SessionSpan{},
+		closed:      map[string]sideeffects.Record{},
+		results:     map[StreamKey]writtenRef{},
+		outcomes:    map[StreamKey][]outcomeRef{},
+		claimed:     map[string]bool{},
+		lostAt:      map[string]int64{},
 	}
 }
 
@@ -340,6 +349,9 @@ func (a *accountant) stream(k StreamKey) *streamState {
 
 func (a *accountant) ledgerRecord(r *sideeffects.Record) {
 	a.cancelRecord(r)
+	if _, seen := a.taskFetches[r.Stream]; !seen && strings.HasPrefix(r.Stream, "task:") {
+		a.taskFetches[r.Stream] = 0 // a task, fetched or not
+	}
 	key := StreamKey{Session: r.Session, RequestID: r.RequestID}
 	switch r.Kind {
 	case sideeffects.KindCharge:
@@ -365,6 +377,9 @@ func (a *accountant) ledgerRecord(r *sideeffects.Record) {
 			s.emitted = append(s.emitted, EmittedEvent{N: r.N, EventID: r.EventID, Seq: r.Seq})
 		}
 	case sideeffects.KindResultWritten:
+		if strings.HasPrefix(r.Stream, "task:") {
+			a.taskFetches[r.Stream]++
+		}
 		if w, seen := a.results[key]; !seen || r.N < w.n {
 			a.results[key] = writtenRef{n: r.N, eventID: r.EventID, tus: r.TUS}
 		}

@@ -82,3 +82,15 @@ func TestCancelledCommitsSurfaced(t *testing.T) {
 		assert.Empty(t, Account(r.in.Ledger, r.in.History, nil).CancelledCommits)
 	})
 }
+
+func TestTaskFigures(t *testing.T) {
+	r := newRun()
+	r.at(0).invoke("c1", "pay-1", "charge", "", "c1-2", 1)
+	r.led(sideeffects.Record{Kind: sideeffects.KindCallStarted, Client: "c1", RequestID: "c1-2", Tool: "charge", OrderID: "pay-1", Stream: "task:a"})
+	r.led(sideeffects.Record{Kind: sideeffects.KindCallStarted, Client: "c1", RequestID: "c1-3", Tool: "charge", OrderID: "pay-2", Stream: "task:b"})
+	r.at(1).led(sideeffects.Record{Kind: sideeffects.KindResultWritten, Client: "c1", RequestID: "c1-2", Stream: "task:a"})
+	r.at(2).led(sideeffects.Record{Kind: sideeffects.KindResultWritten, Client: "c1", RequestID: "c1-2", Stream: "task:a"})
+	f := Judge(r.in).Figures
+	assert.Equal(t, int64(2), f.Tasks)
+	assert.Equal(t, int64(2), f.TaskResultsFetched, "task a fetched twice, task b never")
+}

@@ -167,7 +167,7 @@ func TestExpectationMatch(t *testing.T) {
 			[]string{"verdict is inconclusive, expected fail"}},
 		{"honest inconclusive", Expectation{Verdict: Inconclusive, Violations: []string{}}, missed, true, nil},
 		{"invalid expectation never matches", Expectation{Verdict: Fail, Figures: map[string]Bound{"dupes": ge(1)}}, naive, false,
-			[]string{"invalid expectation: figures.dupes: unknown figure: want one of calls, calls_ok, calls_failed, calls_unknown, calls_unresolved, charges, duplicates, events_emitted, events_received, events_lost_silent, events_lost_surfaced, events_unread, sessions, sessions_unclaimed, forks, orphaned_results, orphaned_surfaced, reconnects, resumes, gaps, blind_retries, cancelled_commits, cancelled_unsurfaced, worst_reconnect_ms, wall_ms, scheduled_ms"}},
+			[]string{"invalid expectation: figures.dupes: unknown figure: want one of calls, calls_ok, calls_failed, calls_unknown, calls_unresolved, charges, duplicates, events_emitted, events_received, events_lost_silent, events_lost_surfaced, events_unread, sessions, sessions_unclaimed, forks, orphaned_results, orphaned_surfaced, reconnects, resumes, gaps, blind_retries, cancelled_commits, cancelled_unsurfaced, tasks, task_results_fetched, worst_reconnect_ms, wall_ms, scheduled_ms"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,6 +27,8 @@ type Figures struct {
 	BlindRetries        int64 `json:"blind_retries"`        // non-idempotent retries after an unknown outcome
 	CancelledCommits    int64 `json:"cancelled_commits"`    // side effects committed after their call was seen cancelled
 	CancelledUnsurfaced int64 `json:"cancelled_unsurfaced"` // ... that the client did not account for
+	Tasks               int64 `json:"tasks"`                // tasks the server ran (tasks extension)
+	TaskResultsFetched  int64 `json:"task_results_fetched"` // times the server handed out a task's result
 	WorstReconnectMS    int64 `json:"worst_reconnect_ms"`   // longest stream_break to resume or new session
 	WallMS              int64 `json:"wall_ms"`              // how long the run took
 	ScheduledMS         int64 `json:"scheduled_ms"`         // how long its schedule said it would take
@@ -60,6 +62,8 @@ var figureTable = []struct {
 	{"blind_retries", func(f *Figures) int64 { return f.BlindRetries }},
 	{"cancelled_commits", func(f *Figures) int64 { return f.CancelledCommits }},
 	{"cancelled_unsurfaced", func(f *Figures) int64 { return f.CancelledUnsurfaced }},
+	{"tasks", func(f *Figures) int64 { return f.Tasks }},
+	{"task_results_fetched", func(f *Figures) int64 { return f.TaskResultsFetched }},
 	{"worst_reconnect_ms", func(f *Figures) int64 { return f.WorstReconnectMS }},
 	{"wall_ms", func(f *Figures) int64 { return f.WallMS }},
 	{"scheduled_ms", func(f *Figures) int64 { return f.ScheduledMS }},
@@ -103,6 +107,8 @@ func figures(in Input, order []int, acc *Accounts) Figures {
 		BlindRetries:        int64(len(acc.BlindRetries)),
 		CancelledCommits:    int64(len(acc.CancelledCommits)),
 		CancelledUnsurfaced: int64(unsurfacedCommits(acc.CancelledCommits)),
+		Tasks:               int64(len(acc.TaskFetches)),
+		TaskResultsFetched:  int64(fetches(acc.TaskFetches)),
 		WallMS:              in.Wall.Milliseconds(),
 		ScheduledMS:         in.Scheduled.Milliseconds(),
 	}
@@ -183,6 +189,14 @@ func unsurfacedCommits(cs []CancelledCommit) int {
 		if c.Surfaced == "" {
 			n++
 		}
+	}
+	return n
+}
+
+func fetches(byTask map[string]int) int {
+	n := 0
+	for _, c := range byTask {
+		n += c
 	}
 	return n
 }

@@ -193,7 +193,7 @@ func judgeOn(in Input, inv invariant, ledger, fromWire *Accounts) Result {
 		r := inv.judge(ledger)
 		r.Account = AccountLedger
 		if fromWire != nil && inv.unseen != nil {
-			r.Unseen = inv.unseen(ledger, fromWire)
+			r.Unseen = inv.unseen(in, ledger, fromWire)
 		}
 		return r
 	case byWire:
@@ -212,7 +212,7 @@ func judgeOn(in Input, inv invariant, ledger, fromWire *Accounts) Result {
 // unseenCancellations explains why the wire cannot judge side effects
 // committed after a cancellation: it sees a stream close, not the server
 // taking it as a cancellation, nor when the tool committed.
-func unseenCancellations(ledger, _ *Accounts) string {
+func unseenCancellations(_ Input, ledger, _ *Accounts) string {
 	if !ledger.has(sideeffects.KindCallCancelled) {
 		return ""
 	}

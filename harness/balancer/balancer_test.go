@@ -166,6 +166,29 @@ func TestIdleTimeoutClosesStream(t *testing.T) {
 	}
 }
 
+func TestStartTakesARelativeFolder(t *testing.T) {
+	for _, kind := range Kinds {
+		t.Run(kind, func(t *testing.T) {
+			need(t, kind)
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "up") }))
+			t.Cleanup(up.Close)
+			t.Chdir(t.TempDir())
+			cfg := Config{Kind: kind, Upstreams: []string{up.Listener.Addr().String()}, Dir: filepath.Join("results", "run", "balancer"),
+				ProxyReadTimeout: 10 * time.Second, TimeoutServer: 10 * time.Second, TimeoutClient: 10 * time.Second}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			t.Cleanup(cancel)
+			p, err := Start(ctx, cfg)
+			require.NoError(t, err, "chaosrun run --out with a relative folder")
+			t.Cleanup(func() { _ = p.Close() })
+			res, err := http.Get("http://" + p.Addr() + "/mcp")
+			require.NoError(t, err)
+			res.Body.Close()
+			assert.Equal(t, http.StatusOK, res.StatusCode)
+			assert.FileExists(t, filepath.Join(cfg.Dir, cfg.FileName()))
+		})
+	}
+}
+
 func TestStartFailsWithTheBalancersWords(t *testing.T) {
 	need(t, Nginx)
 	cfg := Config{Kind: Nginx, Upstreams: []string{"127.0.0.1:1"}, Dir: t.TempDir(), Listen: "256.0.0.1:1"}

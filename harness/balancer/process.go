@@ -41,6 +41,11 @@ func Start(ctx context.Context, c Config) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	// nginx resolves the paths it is given against its prefix (-p), so a
+	// relative folder (chaosrun run --out results) would be doubled.
+	if c.Dir, err = filepath.Abs(c.Dir); err != nil {
+		return nil, fmt.Errorf("start %s: %w", c.Kind, err)
+	}
 	if err := os.MkdirAll(filepath.Join(c.Dir, "tmp"), 0o755); err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.Kind, err)
 	}

@@ -29,6 +29,10 @@ func Start(ctx context.Context, dir string) (*daemon.Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	dir, err = filepath.Abs(dir) // its log and data wherever its working directory is
+	if err != nil {
+		return nil, fmt.Errorf("start redis-server: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("start redis-server: %w", err)
 	}

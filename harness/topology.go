@@ -153,7 +153,7 @@ func (e *experiment) startTopology(ctx context.Context) error {
 		return err
 	}
 	redisAddr := ""
-	if e.plan.Server.EventStore == eventStoreRedis {
+	if e.plan.Server.EventStore == eventStoreRedis || e.plan.Server.TaskStore == eventStoreRedis {
 		if redisAddr, err = e.startRedis(ctx); err != nil {
 			return err
 		}

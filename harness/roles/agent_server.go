@@ -119,7 +119,7 @@ func newServerAgentCmd() *cobra.Command {
 	fl.DurationVar(&f.cfg.Retry, "retry", 0, "retry field of 2025-11-25 streams and of the shutdown hint; 0 = 1s")
 	fl.DurationVar(&f.cfg.DefaultChargeDuration, "charge-duration", time.Second, "charge duration when a call gives none")
 	fl.StringVar(&f.cfg.Tasks, "tasks", server.TasksOff, "2026-07-28 tasks extension: off or extension")
-	fl.StringVar(&f.cfg.TaskStore, "task-store", server.EventStoreMemory, "task store: memory or file (survives a restart)")
+	fl.StringVar(&f.cfg.TaskStore, "task-store", server.EventStoreMemory, "task store: memory, file (survives a restart) or redis (shared by replicas)")
 	fl.StringVar(&f.cfg.TaskStorePath, "task-store-path", "tasks.log", "the file task store's journal")
 	fl.DurationVar(&f.cfg.TaskTTL, "task-ttl", server.DefaultTaskTTL, "how long a task is kept from its creation (ttlMs)")
 	fl.DurationVar(&f.cfg.TaskPollInterval, "task-poll-interval", server.DefaultTaskPollInterval, "the pollIntervalMs suggested to clients")

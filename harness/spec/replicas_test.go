@@ -32,7 +32,7 @@ func TestReplicas(t *testing.T) {
 		{"a replica the server lacks", strings.Replace(crash, "replica: 3", "replica: 4", 1),
 			"faults[0].params.replica: the server has 3 replica(s) (server.replicas), not 4"},
 		{"redis without the redis store", strings.Replace(crash, "role: server, replica: 3", "role: redis", 1),
-			"faults[0].params.role: redis runs only with server.event_store: redis (it is memory)"},
+			"faults[0].params.role: redis runs only with server.event_store or server.task_store redis (they are memory and memory)"},
 		{"a balancer fault without a balancer", strings.Replace(good, "  - {kind: idle_timeout, at: 0s, params: {idle: 60s, close: reset}}",
 			"  - {kind: crash, at: 30s, params: {role: balancer}}", 1),
 			"faults[0].params.role: there is no balancer: add a balancer: block"},

@@ -397,8 +397,8 @@ func (x *Experiment) validateFaults(bad badFunc, ps *problems) {
 			bad(join(p+".params", field), "%s", msg)
 		}
 		switch role := faultRole(params); {
-		case role == "redis" && x.Server.EventStore != "redis":
-			bad(p+".params.role", "redis runs only with server.event_store: redis (it is %s)", x.Server.EventStore)
+		case role == "redis" && x.Server.EventStore != "redis" && x.Server.TaskStore != "redis":
+			bad(p+".params.role", "redis runs only with server.event_store or server.task_store redis (they are %s and %s)", x.Server.EventStore, x.Server.TaskStore)
 		case role == "balancer" && x.Balancer == nil:
 			bad(p+".params.role", "there is no balancer: add a balancer: block")
 		}
@@ -575,6 +575,10 @@ func (x *Experiment) CheckRuntime(runtime string) error {
 	if x.Server.EventStore == "redis" && runtime != "local" {
 		line, col := x.at("server.event_store")
 		ps.add(line, col, "server.event_store", "redis runs only on the local runtime (--runtime local), not on %s: the docker runtime has no image of it", runtime)
+	}
+	if x.Server.TaskStore == "redis" && runtime != "local" {
+		line, col := x.at("server.task_store")
+		ps.add(line, col, "server.task_store", "redis runs only on the local runtime (--runtime local), not on %s: the docker runtime has no image of it", runtime)
 	}
 	if x.Balancer != nil && runtime != "local" {
 		line, col := x.at("balancer")

@@ -71,7 +71,9 @@ type Config struct {
 	// from a client declaring io.modelcontextprotocol/tasks is answered
 	// with a task, polled by tasks/get.
 	Tasks string
-	// TaskStore is "memory" (default) or "file" (TaskStorePath, required).
+	// TaskStore is "memory" (default), "file" (TaskStorePath, required) or
+	// "redis" (RedisAddr and StoreOwner, required: a task journal the
+	// replicas share, so a poll may land on any of them).
 	TaskStore     string
 	TaskStorePath string
 	// TaskTTL is how long a task is kept from its creation (ttlMs); 0 is
@@ -156,9 +158,12 @@ func (c *Config) validate() error {
 	switch c.TaskStore {
 	case "":
 		c.TaskStore = EventStoreMemory
-	case EventStoreMemory, EventStoreFile:
+	case EventStoreMemory, EventStoreFile, EventStoreRedis:
 	default:
-		errs = append(errs, fmt.Errorf("task_store: must be memory or file, got %q", c.TaskStore))
+		errs = append(errs, fmt.Errorf("task_store: must be memory, file or redis, got %q", c.TaskStore))
+	}
+	if c.TaskStore == EventStoreRedis && (c.RedisAddr == "" || c.StoreOwner == "") {
+		errs = append(errs, errors.New("redis_addr, store_owner: required when task_store is redis"))
 	}
 	if c.TaskStore == EventStoreFile && c.TaskStorePath == "" {
 		errs = append(errs, errors.New("task_store_path: required when task_store is file"))

@@ -206,6 +206,14 @@
 // the requests it owned (Config.StoreOwner); another replica's are that
 // replica's to resolve, and reach the client wherever it is attached.
 //
+// Tasks have their own store (Config.TaskStore): memory, a file journal, or
+// "redis", a task journal in its own Redis stream that every replica
+// appends each task's changes to before anyone sees them. A replica polled
+// for a task it does not know, or knows as working, catches up on that
+// journal first, so a tasks/get that lands on another replica than the one
+// running the task is answered; only the running replica can cancel it, and
+// a restarted replica fails the tasks it owned with interrupted_by_restart.
+//
 // # Control endpoint
 //
 // On the same listener, for the harness: GET /control/healthz,

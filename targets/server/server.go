@@ -90,11 +90,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.tools = tools.NewRunner(tools.Config{Ledger: s.ledger, Keys: st, DefaultChargeDuration: cfg.DefaultChargeDuration, OnCancel: cfg.OnCancel})
 	if cfg.Tasks == TasksExtension {
-		path := ""
-		if cfg.TaskStore == EventStoreFile {
-			path = cfg.TaskStorePath
-		}
-		if s.tasks, err = openTaskStore(path); err != nil {
+		if s.tasks, err = openTasks(cfg); err != nil {
 			_ = st.Close()
 			return nil, fmt.Errorf("server: %w", err)
 		}
@@ -252,4 +248,25 @@ func (t *tracker) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// openTasks opens the task store cfg names.
+func openTasks(cfg Config) (*taskStore, error) {
+	switch cfg.TaskStore {
+	case EventStoreFile:
+		return openTaskStore(cfg.TaskStorePath)
+	case EventStoreRedis:
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		j, err := store.DialRedis(ctx, cfg.RedisAddr, store.RedisTaskKey)
+		if err != nil {
+			return nil, err
+		}
+		ts, err := openSharedTaskStore(j, cfg.StoreOwner)
+		if err != nil {
+			_ = j.Close()
+		}
+		return ts, err
+	}
+	return openTaskStore("")
 }

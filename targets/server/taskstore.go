@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/targets/server/store"
 )
 
 // Task statuses of the io.modelcontextprotocol/tasks extension.
@@ -40,6 +42,8 @@ type task struct {
 	TTL       time.Duration   `json:"ttl"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	Error     *mcpwire.Error  `json:"error,omitempty"`
+	// Owner is the replica running the task, in a shared store.
+	Owner string `json:"owner,omitempty"`
 }
 
 func (t *task) terminal() bool { return t.Status != taskWorking }
@@ -48,12 +52,65 @@ func (t *task) expired(now time.Time) bool { return t.TTL > 0 && now.After(t.Cre
 
 // taskStore keeps tasks in memory and, for the file store, journals every
 // change with fsync before anyone can see it, so a task a client was told
-// of survives a restart (SIGKILL included).
+// of survives a restart (SIGKILL included). The redis store journals every
+// change to a journal the replicas share ([store.Shared]) before anyone can
+// see it, and a replica asked about a task catches up on the journal
+// first, so a poll that lands on another replica than the one running the
+// task is answered; only the running replica can cancel it.
 type taskStore struct {
 	mu      sync.Mutex
 	tasks   map[string]*task
 	cancels map[string]chan struct{} // running tasks' cancellation
 	f       *os.File                 // nil: memory
+	shared  store.Shared             // nil: not shared
+	owner   string                   // this replica, in a shared store
+}
+
+// openSharedTaskStore opens a task store on a journal the replicas share,
+// replaying it: a task owner (this replica, by its stable name) left working
+// when it stopped fails with interrupted_by_restart.
+func openSharedTaskStore(j store.Shared, owner string) (*taskStore, error) {
+	ts := &taskStore{tasks: map[string]*task{}, cancels: map[string]chan struct{}{}, shared: j, owner: owner}
+	if err := ts.catchUp(); err != nil {
+		return nil, err
+	}
+	for _, t := range ts.tasks {
+		if !t.terminal() && t.Owner == owner {
+			t.Status, t.Error, t.Updated = taskFailed, &errInterruptedTask, time.Now()
+			if err := ts.write(t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return ts, nil
+}
+
+// sharedReadTimeout bounds one catch-up read of the shared journal.
+const sharedReadTimeout = 5 * time.Second
+
+// catchUp applies every record of the shared journal not read yet; the
+// caller holds mu or owns ts.
+func (ts *taskStore) catchUp() error {
+	if ts.shared == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedReadTimeout)
+	defer cancel()
+	err := ts.shared.Read(ctx, 0, func(rec []byte) error {
+		var t task
+		if json.Unmarshal(rec, &t) != nil || t.ID == "" {
+			return nil // not a task record: nothing to apply
+		}
+		if old := ts.tasks[t.ID]; old != nil && old.terminal() && !t.terminal() {
+			return nil // a terminal state is final
+		}
+		ts.tasks[t.ID] = &t
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("task store: read the shared journal: %w", err)
+	}
+	return nil
 }
 
 // openTaskStore opens the memory store (path "") or the file journal at
@@ -94,14 +151,23 @@ func openTaskStore(path string) (*taskStore, error) {
 	return ts, nil
 }
 
-// write journals t (the file store); the caller holds mu or owns ts.
+// write journals t (the file and shared stores); the caller holds mu or
+// owns ts.
 func (ts *taskStore) write(t *task) error {
-	if ts.f == nil {
+	if ts.f == nil && ts.shared == nil {
 		return nil
 	}
 	b, err := json.Marshal(t)
 	if err != nil {
 		return fmt.Errorf("task store: %w", err)
+	}
+	if ts.shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), sharedReadTimeout)
+		defer cancel()
+		if err := ts.shared.Append(ctx, b); err != nil {
+			return fmt.Errorf("task store: %w", err)
+		}
+		return nil
 	}
 	if _, err := ts.f.Write(append(b, '\n')); err != nil {
 		return fmt.Errorf("task store: %w", err)
@@ -123,7 +189,7 @@ func newTaskID() string {
 func (ts *taskStore) create(t task) (*task, <-chan struct{}, error) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	t.ID, t.Status = newTaskID(), taskWorking
+	t.ID, t.Status, t.Owner = newTaskID(), taskWorking, ts.owner
 	t.Created = time.Now()
 	t.Updated = t.Created
 	if err := ts.write(&t); err != nil {
@@ -156,9 +222,15 @@ var (
 )
 
 // get returns a copy of the task, forgetting it once its TTL has passed.
+// A shared store first catches up on what the other replicas wrote.
 func (ts *taskStore) get(id string) (task, error) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	if t := ts.tasks[id]; t == nil || !t.terminal() {
+		if err := ts.catchUp(); err != nil {
+			return task{}, err
+		}
+	}
 	t := ts.tasks[id]
 	switch {
 	case t == nil:
@@ -204,6 +276,11 @@ func (ts *taskStore) dropAll() []string {
 func (ts *taskStore) close() error {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	if ts.shared != nil {
+		err := ts.shared.Close()
+		ts.shared = nil
+		return err
+	}
 	if ts.f == nil {
 		return nil
 	}

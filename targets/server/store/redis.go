@@ -12,6 +12,9 @@ import (
 // RedisKey is the Redis stream the replicas' shared journal lives in.
 const RedisKey = "chaosrun:journal"
 
+// RedisTaskKey is the Redis stream of the replicas' shared task journal.
+const RedisTaskKey = "chaosrun:tasks"
+
 // readBatch is how many records one XREAD returns at most.
 const readBatch = 512
 

@@ -1,0 +1,99 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// sharedLog is a journal several task stores share, as replicas share a
+// Redis stream; each store reads it through its own cursor.
+type sharedLog struct {
+	mu   sync.Mutex
+	recs [][]byte
+}
+
+type sharedCursor struct {
+	l    *sharedLog
+	next int
+}
+
+func (l *sharedLog) open() *sharedCursor { return &sharedCursor{l: l} }
+
+func (c *sharedCursor) Append(_ context.Context, rec []byte) error {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	c.l.recs = append(c.l.recs, append([]byte(nil), rec...))
+	return nil
+}
+
+func (c *sharedCursor) Read(_ context.Context, _ time.Duration, fn func([]byte) error) error {
+	c.l.mu.Lock()
+	recs := c.l.recs[c.next:]
+	c.l.mu.Unlock()
+	for _, r := range recs {
+		c.next++
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *sharedCursor) Close() error { return nil }
+
+func TestSharedTaskStoreAnswersAPollOnAnotherReplica(t *testing.T) {
+	j := &sharedLog{}
+	one, err := openSharedTaskStore(j.open(), "server-1")
+	require.NoError(t, err)
+	two, err := openSharedTaskStore(j.open(), "server-2")
+	require.NoError(t, err)
+	mem, err := openTaskStore("")
+	require.NoError(t, err)
+
+	created, _, err := one.create(task{Client: "c1", RequestID: "2", Tool: "charge", OrderID: "o-1"})
+	require.NoError(t, err)
+	got, err := two.get(created.ID)
+	require.NoError(t, err, "the other replica knows the task from the journal")
+	assert.Equal(t, taskWorking, got.Status)
+	assert.Equal(t, "server-1", got.Owner)
+	_, err = mem.get(created.ID)
+	assert.ErrorIs(t, err, errTaskNotFound, "a memory store knows only its own")
+
+	require.NoError(t, one.finish(created.ID, taskCompleted, json.RawMessage(`{"content":[]}`), nil))
+	got, err = two.get(created.ID)
+	require.NoError(t, err)
+	assert.Equal(t, taskCompleted, got.Status, "the poll elsewhere sees the result once it is written")
+	assert.JSONEq(t, `{"content":[]}`, string(got.Result))
+	assert.ErrorIs(t, two.cancel("no-such-task"), errTaskNotFound)
+}
+
+func TestSharedTaskStoreFailsTheTasksOfARestartedReplicaOnly(t *testing.T) {
+	j := &sharedLog{}
+	one, err := openSharedTaskStore(j.open(), "server-1")
+	require.NoError(t, err)
+	two, err := openSharedTaskStore(j.open(), "server-2")
+	require.NoError(t, err)
+	mine, _, err := one.create(task{Client: "c1", RequestID: "2", Tool: "charge"})
+	require.NoError(t, err)
+	theirs, _, err := two.create(task{Client: "c2", RequestID: "2", Tool: "charge"})
+	require.NoError(t, err)
+
+	again, err := openSharedTaskStore(j.open(), "server-1") // server-1 crashed and started again
+	require.NoError(t, err)
+	got, err := again.get(mine.ID)
+	require.NoError(t, err)
+	assert.Equal(t, taskFailed, got.Status, "its own task died with the process")
+	assert.Equal(t, errInterruptedTask.Message, got.Error.Message)
+	got, err = again.get(theirs.ID)
+	require.NoError(t, err)
+	assert.Equal(t, taskWorking, got.Status, "another replica's task is still running there")
+	got, err = two.get(mine.ID)
+	require.NoError(t, err)
+	assert.Equal(t, taskFailed, got.Status, "and every replica learns it")
+}

@@ -174,6 +174,12 @@ var (
 func (w *waiter) sleep(d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for {
+		// An ended ctx wins over a timer that has already fired: a select
+		// between the two would pick at random, and let an interrupted tool
+		// commit.
+		if w.ctx.Err() != nil {
+			return errInterrupted
+		}
 		cancelled := w.cancelled
 		if w.seen {
 			cancelled = nil

@@ -183,6 +183,22 @@ func TestInterruptedToolsStillRecord(t *testing.T) {
 	assert.Equal(t, []sideeffects.Kind{sideeffects.KindCallStarted, sideeffects.KindCallStarted}, kinds(m.Records()))
 }
 
+// TestAnEndedContextWinsOverAnElapsedDuration: a request that can be
+// cancelled waits on a timer; when its context has already ended and its
+// duration is spent too, the tool is interrupted, never committed (a select
+// between the two would pick at random).
+func TestAnEndedContextWinsOverAnElapsedDuration(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 50 {
+		m := sideeffects.NewMemory()
+		r := NewRunner(Config{Ledger: newLedger(m), OnCancel: OnCancelCommitThenNotice})
+		out := r.RunRequest(ctx, make(chan struct{}), call, json.RawMessage(`{"order_id":"o-1","amount_cents":5,"duration_ms":0}`), nil)
+		require.True(t, out.Interrupted)
+		require.Equal(t, []sideeffects.Kind{sideeffects.KindCallStarted}, kinds(m.Records()), "no charge after the interruption")
+	}
+}
+
 // TestChattyRecordsWhatTheHostReports checks that event_emitted carries the
 // stream and event id the host reports, and is written before the host
 // lets the event out.

@@ -97,9 +97,15 @@ func (r *resumable) getTask(ctx context.Context, s *stream, taskID string) (*out
 		}
 		return nil, 0, &Close{Err: err}, nil
 	}
+	if m.Error != nil && m.Error.Code != mcpwire.CodeInvalidParams {
+		// Not an answer about the task (the server's store failed, say):
+		// polled again after the backoff, like a cut.
+		return nil, 0, &Close{Err: fmt.Errorf("tasks/get: %s (%d)", m.Error.Message, m.Error.Code)}, nil
+	}
 	if m.Error != nil {
-		// The call's thread to its outcome broke as surely as a cut stream
-		// would: recorded as a break, then the outcome is unknown.
+		// The server does not hold the task: the call's thread to its
+		// outcome broke as surely as a cut stream would: recorded as a
+		// break, then the outcome is unknown.
 		r.record(history.Record{Kind: history.KindStreamBreak, Call: s.call.ID, Session: s.session, RequestID: s.requestID,
 			Reason: "task_lost", Detail: m.Error.Message})
 		return unknownOutcome(fmt.Sprintf("task %s lost: %s", taskID, m.Error.Message)), 0, nil, nil

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -136,7 +137,7 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, m mcpwire.Message, f mcp
 	}
 	if m.Method == mcpwire.MethodTasksCancel {
 		if err := s.tasks.cancel(f.TaskID); err != nil {
-			writeRPCError(w, http.StatusOK, m.ID, mcpwire.CodeInvalidParams, "Failed to cancel task: "+err.Error())
+			writeRPCError(w, http.StatusOK, m.ID, taskErrorCode(err), "Failed to cancel task: "+err.Error())
 			return
 		}
 		writeModernResult(w, m.ID, struct {
@@ -146,7 +147,7 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, m mcpwire.Message, f mcp
 	}
 	t, err := s.tasks.get(f.TaskID)
 	if err != nil {
-		writeRPCError(w, http.StatusOK, m.ID, mcpwire.CodeInvalidParams, "Failed to retrieve task: "+err.Error())
+		writeRPCError(w, http.StatusOK, m.ID, taskErrorCode(err), "Failed to retrieve task: "+err.Error())
 		return
 	}
 	if t.Status == taskCompleted {
@@ -156,4 +157,15 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, m mcpwire.Message, f mcp
 		s.record(lc.ResultWritten("task:"+t.ID, 0, res.IsError))
 	}
 	writeModernResult(w, m.ID, s.taskWire(t, mcpwire.ResultComplete))
+}
+
+// taskErrorCode is the JSON-RPC code of a task store's error: invalid
+// params for a task id the store does not (or no longer) hold, internal
+// error for a store that failed (a shared journal out of reach), which is
+// no news about the task.
+func taskErrorCode(err error) int {
+	if errors.Is(err, errTaskNotFound) || errors.Is(err, errTaskExpired) || errors.Is(err, errTaskElsewhere) {
+		return mcpwire.CodeInvalidParams
+	}
+	return mcpwire.CodeInternalError
 }

@@ -74,15 +74,25 @@ func openSharedTaskStore(j store.Shared, owner string) (*taskStore, error) {
 	if err := ts.catchUp(); err != nil {
 		return nil, err
 	}
+	if err := ts.interrupt(owner); err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
+// interrupt fails, durably, every task owner left working when its process
+// stopped; "" is every task (the file store's single process). The caller
+// owns ts.
+func (ts *taskStore) interrupt(owner string) error {
 	for _, t := range ts.tasks {
-		if !t.terminal() && t.Owner == owner {
+		if !t.terminal() && (owner == "" || t.Owner == owner) {
 			t.Status, t.Error, t.Updated = taskFailed, &errInterruptedTask, time.Now()
 			if err := ts.write(t); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return ts, nil
+	return nil
 }
 
 // sharedReadTimeout bounds one catch-up read of the shared journal.
@@ -139,14 +149,9 @@ func openTaskStore(path string) (*taskStore, error) {
 		return nil, fmt.Errorf("task store: %w", err)
 	}
 	ts.f = f
-	for _, t := range ts.tasks {
-		if !t.terminal() {
-			t.Status, t.Error, t.Updated = taskFailed, &errInterruptedTask, time.Now()
-			if err := ts.write(t); err != nil {
-				_ = f.Close()
-				return nil, err
-			}
-		}
+	if err := ts.interrupt(""); err != nil {
+		_ = f.Close()
+		return nil, err
 	}
 	return ts, nil
 }
@@ -219,6 +224,9 @@ func (ts *taskStore) finish(id, status string, result json.RawMessage, rpcErr *m
 var (
 	errTaskNotFound = errors.New("task not found")
 	errTaskExpired  = errors.New("task has expired")
+	// errTaskElsewhere answers tasks/cancel for a task another replica
+	// runs (a shared store): only that one can stop it.
+	errTaskElsewhere = errors.New("task is running on another replica")
 )
 
 // get returns a copy of the task, forgetting it once its TTL has passed.
@@ -245,12 +253,17 @@ func (ts *taskStore) get(id string) (task, error) {
 // cancel signals a running task's cancellation; it reports whether the
 // task is known.
 func (ts *taskStore) cancel(id string) error {
-	if _, err := ts.get(id); err != nil {
+	t, err := ts.get(id)
+	if err != nil {
 		return err
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if c, ok := ts.cancels[id]; ok {
+	c, ok := ts.cancels[id]
+	if !ok && !t.terminal() && ts.shared != nil && t.Owner != ts.owner {
+		return errTaskElsewhere
+	}
+	if ok {
 		close(c)
 		delete(ts.cancels, id)
 	}

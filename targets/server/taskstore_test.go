@@ -3,12 +3,16 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // sharedLog is a journal several task stores share, as replicas share a
@@ -71,6 +75,24 @@ func TestSharedTaskStoreAnswersAPollOnAnotherReplica(t *testing.T) {
 	assert.Equal(t, taskCompleted, got.Status, "the poll elsewhere sees the result once it is written")
 	assert.JSONEq(t, `{"content":[]}`, string(got.Result))
 	assert.ErrorIs(t, two.cancel("no-such-task"), errTaskNotFound)
+
+	running, stop, err := one.create(task{Client: "c1", RequestID: "3", Tool: "charge"})
+	require.NoError(t, err)
+	assert.ErrorIs(t, two.cancel(running.ID), errTaskElsewhere, "only the replica running it can stop it")
+	require.NoError(t, one.cancel(running.ID))
+	select {
+	case <-stop:
+	default:
+		t.Fatal("the running replica's cancel reaches the task")
+	}
+}
+
+func TestTaskErrorCodes(t *testing.T) {
+	assert.Equal(t, mcpwire.CodeInvalidParams, taskErrorCode(errTaskNotFound))
+	assert.Equal(t, mcpwire.CodeInvalidParams, taskErrorCode(fmt.Errorf("x: %w", errTaskExpired)))
+	assert.Equal(t, mcpwire.CodeInvalidParams, taskErrorCode(errTaskElsewhere))
+	assert.Equal(t, mcpwire.CodeInternalError, taskErrorCode(errors.New("task store: read the shared journal: i/o timeout")),
+		"a store out of reach is no news about the task")
 }
 
 func TestSharedTaskStoreFailsTheTasksOfARestartedReplicaOnly(t *testing.T) {

@@ -60,6 +60,10 @@ func Merge(out string, dirs []string) (*Run, error) {
 	}
 	for _, r := range merged.Results {
 		dst := filepath.Join(merged.Dir, filepath.Base(r.Dir))
+		if !exists(r.Dir) { // a harness error before the experiment's folder was made: its result is all there is
+			r.Dir = dst
+			continue
+		}
 		if err := os.CopyFS(dst, os.DirFS(r.Dir)); err != nil {
 			return nil, fmt.Errorf("merge: copy %s: %w", r.Dir, err)
 		}

@@ -83,6 +83,26 @@ func TestMergeJoinsShardsIntoOneRun(t *testing.T) {
 	}
 }
 
+func TestMergeKeepsAHarnessErrorThatLeftNoFolder(t *testing.T) {
+	one := saveShard(t, t.TempDir(), "1/2", []string{"alpha"})
+	root := t.TempDir()
+	run := &Run{ID: "shard-b", Dir: filepath.Join(root, "run"), Runtime: "local", Parallel: 2, Shard: "2/2", WallMS: 1000}
+	run.Results = append(run.Results, &ExperimentResult{Name: "bravo", Dir: filepath.Join(run.Dir, "bravo"),
+		Expected: check.Pass, Error: "not started: docker runtime: no daemon"})
+	require.NoError(t, os.MkdirAll(run.Dir, 0o755))
+	require.NoError(t, writeReports(run))
+	require.NoDirExists(t, filepath.Join(run.Dir, "bravo"), "the runtime failed before the folder was made")
+
+	merged, err := Merge(t.TempDir(), []string{one, root})
+	require.NoError(t, err, "one shard's harness error is a result to merge, not a reason to fail the merge")
+	require.Len(t, merged.Results, 2)
+	assert.Equal(t, HarnessError, merged.Outcome())
+	assert.Equal(t, "not started: docker runtime: no daemon", merged.Results[1].Error)
+	summary, err := os.ReadFile(filepath.Join(merged.Dir, SummaryFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(summary), "no daemon")
+}
+
 func TestMergeRefusesWhatIsNotOneSetOfShards(t *testing.T) {
 	shard := func(s string, names ...string) string { return saveShard(t, t.TempDir(), s, names) }
 	a1, b2, c2 := shard("1/2", "alpha"), shard("2/2", "bravo"), shard("2/2", "charlie")

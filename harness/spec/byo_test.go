@@ -115,3 +115,30 @@ func TestCheckCommandsFindsProgramsThatCannotRun(t *testing.T) {
 		})
 	}
 }
+
+func TestWhatOneServerDoesIsRefusedWithReplicas(t *testing.T) {
+	tests := []struct {
+		name, server, fault, want string
+	}{
+		{"a fixed address for three replicas",
+			"server:\n  target: command\n  command: [./srv]\n  listen: 127.0.0.1:9000\n  replicas: 3\n", "",
+			"server.listen: a fixed address serves one replica, and server.replicas is 3"},
+		{"a session fault on replicas", "server:\n  replicas: 2\n", "  - {kind: expire_session, at: 10s}\n",
+			"faults[1].kind: expire_session reaches one server through its control endpoint, and server.replicas is 2"},
+		{"a session fault on one server", "server:\n  replicas: 1\n", "  - {kind: expire_session, at: 10s}\n", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(good, "server:\n  retention_events: 100\n  keepalive: 0s\n", tc.server, 1)
+			src = strings.Replace(src, "expect:", "balancer: {kind: nginx}\nexpect:", 1)
+			src = strings.Replace(src, "close: reset}}\n", "close: reset}}\n"+tc.fault, 1)
+			_, err := Parse("x.yaml", []byte(src))
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}

@@ -40,13 +40,13 @@ type Server struct {
 	RetentionEvents int          `yaml:"retention_events"`   // default 1000; 0 = unbounded
 	RetentionAge    dur.Duration `yaml:"retention_age"`      // 0 = no age limit
 	OnUnresumable   string       `yaml:"on_unresumable"`     // gone (default) | silent_head
-	EventStore      string       `yaml:"event_store"`        // memory (default) | file
+	EventStore      string       `yaml:"event_store"`        // memory (default) | file | redis
 	SessionTTL      dur.Duration `yaml:"session_ttl"`        // default 10m; idle TTL
 	Keepalive       dur.Duration `yaml:"keepalive"`          // SSE comment interval; 0 = none
 	Retry           dur.Duration `yaml:"retry"`              // retry field of 2025-11-25 streams; 0 = 1s
 	OnCancel        string       `yaml:"on_cancel"`          // stop (default) | ignore | commit_then_notice
 	Tasks           string       `yaml:"tasks"`              // off (default) | extension (2026-07-28)
-	TaskStore       string       `yaml:"task_store"`         // memory (default) | file
+	TaskStore       string       `yaml:"task_store"`         // memory (default) | file | redis
 	TaskTTL         dur.Duration `yaml:"task_ttl"`           // default 1h
 	TaskPoll        dur.Duration `yaml:"task_poll_interval"` // default 5s
 	Command         []string     `yaml:"command"`            // target: command

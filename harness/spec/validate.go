@@ -146,14 +146,18 @@ func (x *Experiment) validateServer(bad badFunc, oneOf oneOfFunc) {
 		bad("server.command", "is required when server.target is command")
 	case s.Target != targets.Command && len(s.Command) > 0:
 		bad("server.command", "is only used when server.target is command")
-	case s.Target != targets.Command && s.Listen != "":
-		bad("server.listen", "is only used when server.target is command")
 	case s.Target == targets.Image && s.Image == "":
 		bad("server.image", "is required when server.target is image")
 	case s.Target != targets.Image && s.Image != "":
 		bad("server.image", "is only used when server.target is image")
 	}
-	if s.Listen != "" {
+	switch {
+	case s.Listen == "":
+	case s.Target != targets.Command:
+		bad("server.listen", "is only used when server.target is command")
+	case s.Replicas > 1:
+		bad("server.listen", "a fixed address serves one replica, and server.replicas is %d: let each take its own ({addr}, {port})", s.Replicas)
+	default:
 		if msg := loopbackAddr(s.Listen); msg != "" {
 			bad("server.listen", "%s", msg)
 		}
@@ -402,6 +406,9 @@ func (x *Experiment) validateFaults(bad badFunc, ps *problems) {
 		case role == "balancer" && x.Balancer == nil:
 			bad(p+".params.role", "there is no balancer: add a balancer: block")
 		}
+		if controlFault(f.Kind) && x.Server.Replicas > 1 {
+			bad(p+".kind", "%s reaches one server through its control endpoint, and server.replicas is %d: it would act on replica 1 alone", f.Kind, x.Server.Replicas)
+		}
 		if n := faultReplica(params); n > x.Server.Replicas {
 			bad(p+".params.replica", "the server has %d replica(s) (server.replicas), not %d", x.Server.Replicas, n)
 		}
@@ -601,4 +608,10 @@ func loopbackAddr(addr string) string {
 		return fmt.Sprintf("must be on loopback (127.0.0.1, ::1 or localhost): the runner reaches the server there, got %q", host)
 	}
 	return ""
+}
+
+// controlFault says whether a fault kind acts through the server's control
+// endpoint (one server), not on a process or the proxy.
+func controlFault(kind string) bool {
+	return kind == faults.KindExpireSession || kind == faults.KindTerminateSession || kind == faults.KindDropTasks
 }

@@ -158,6 +158,13 @@ func (p *Process) ready(ctx context.Context, exited <-chan struct{}) error {
 		conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", p.addr)
 		if err == nil {
 			conn.Close()
+			// Another process that took the port would answer too: the
+			// daemon, failing to bind, exits within moments.
+			select {
+			case <-exited:
+				return fmt.Errorf("start %s: it exited after %s began to accept connections (another process holds the port?): %s", p.spec.Name, p.addr, p.tail())
+			case <-time.After(50 * time.Millisecond):
+			}
 			return nil
 		}
 		select {
@@ -192,6 +199,11 @@ func (p *Process) Stop(ctx context.Context, graceful bool) error {
 	p.mu.Lock()
 	cmd, exited := p.cmd, p.exited
 	p.mu.Unlock()
+	select {
+	case <-exited: // already gone (a crash fault that keeps it down): its group may be another's now
+		return nil
+	default:
+	}
 	pgid := -cmd.Process.Pid
 	_ = syscall.Kill(pgid, syscall.SIGCONT) // a paused daemon cannot handle a signal
 	if graceful {

@@ -185,13 +185,14 @@ func TestClientGroupCommit(t *testing.T) {
 			wg.Wait()
 			total := tc.writers * tc.each
 			require.Equal(t, total, s.Len(), "every record stored once")
-			seen := map[int64]bool{}
+			byID := map[string]int64{}
 			for _, r := range s.Records() {
-				seen[r.N] = true
+				byID[r.ID] = r.N
 			}
 			for w := range ns {
-				for _, n := range ns[w] {
-					assert.True(t, seen[n], "each caller is answered with its own record's n")
+				require.Len(t, ns[w], tc.each)
+				for i, n := range ns[w] {
+					assert.Equal(t, byID[fmt.Sprintf("w%d-%d", w, i)], n, "each caller is answered with its own record's n")
 				}
 			}
 			if tc.shared {

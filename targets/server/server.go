@@ -77,6 +77,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	st, err := store.Open(opts)
 	if err != nil {
+		if opts.Shared != nil {
+			_ = opts.Shared.Close()
+		}
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets/server/store"
 	"github.com/chaosrun/chaosrun/targets/tools"
 )
 
@@ -55,6 +56,9 @@ type Config struct {
 	// "redis".
 	RedisAddr  string
 	StoreOwner string
+	// journal, when set, is the redis store's shared journal instead of
+	// one dialled at RedisAddr: the tests' stand-in for Redis.
+	journal store.Shared
 	// SessionTTL expires a session idle this long; 0 never expires.
 	SessionTTL time.Duration
 	// Keepalive writes an SSE comment this often on every open SSE

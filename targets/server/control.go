@@ -88,7 +88,11 @@ func (s *Server) controlTargets(w http.ResponseWriter, r *http.Request) ([]*sess
 	if !q.Has("session") {
 		return s.liveSessions(), true
 	}
-	sess := s.lookup(q.Get("session"))
+	sess, err := s.lookup(q.Get("session"))
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, errStoreUnreachable, "the shared session store cannot be read: "+err.Error())
+		return nil, false
+	}
 	if sess == nil {
 		writeError(w, http.StatusNotFound, errSessionNotFound, "no such session")
 		return nil, false

@@ -62,7 +62,7 @@ func setHeader(h http.Header, key, v string) {
 func FuzzHeaders(f *testing.F) {
 	ts := startServer(f, Config{Recorder: discard{}})
 	sid, version := ts.initialize(f, mcpwire.Version20250618)
-	sess := ts.lookup(sid)
+	sess, _ := ts.lookup(sid)
 	for _, seed := range [][3]string{
 		{"1", sidToken, version}, {"1", sidToken, absent}, {absent, sidToken, absent}, {"2", sidToken, version},
 		{"0", sidToken, version}, {"01", sidToken, version}, {"abc", sidToken, version}, {"1", sidToken, mcpwire.Version20251125},

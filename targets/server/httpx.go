@@ -36,6 +36,7 @@ const (
 	errResumeWindow         = "resume_window_exceeded"
 	errShuttingDown         = "shutting_down"
 	errInternal             = "internal"
+	errStoreUnreachable     = "store_unreachable"
 )
 
 type errorBody struct {

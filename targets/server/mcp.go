@@ -77,7 +77,12 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) *session {
 		writeError(w, http.StatusBadRequest, errMissingSession, "Mcp-Session-Id is required")
 		return nil
 	}
-	sess := s.lookup(ids[0])
+	sess, err := s.lookup(ids[0])
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, errStoreUnreachable, "the shared session store cannot be read: "+err.Error())
+		return nil
+	}
 	if sess == nil || !sess.begin() {
 		writeError(w, http.StatusNotFound, errSessionNotFound, "no such session")
 		return nil

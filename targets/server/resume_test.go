@@ -292,7 +292,7 @@ func TestLiveConnectionBehindRetention(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			ts := startServer(t, Config{RetentionEvents: 3, OnUnresumable: policy, Keepalive: time.Millisecond})
 			sid, _ := ts.initialize(t, mcpwire.Version20250618)
-			sess := ts.lookup(sid)
+			sess, _ := ts.lookup(sid)
 			st, err := sess.log.OpenStream(store.KindSSE, []store.Request{{ID: json.RawMessage(`9`), Method: mcpwire.MethodToolsCall}})
 			require.NoError(t, err)
 			for range 6 {

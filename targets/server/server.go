@@ -67,11 +67,15 @@ func New(cfg Config) (*Server, error) {
 	case EventStoreFile:
 		opts.Path = cfg.StorePath
 	case EventStoreRedis:
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		j, err := store.DialRedis(ctx, cfg.RedisAddr, store.RedisKey)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("server: %w", err)
+		j := cfg.journal
+		if j == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			var err error
+			j, err = store.DialRedis(ctx, cfg.RedisAddr, store.RedisKey)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("server: %w", err)
+			}
 		}
 		opts.Shared, opts.Owner = j, cfg.StoreOwner
 	}

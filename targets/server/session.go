@@ -128,26 +128,28 @@ func (s *Server) openSession(version, client string) (*session, error) {
 
 // lookup returns the live session with the id, or nil. With a shared
 // store a session this replica has not served yet may have been opened on
-// another: lookup catches up with the journal and takes it over.
-func (s *Server) lookup(id string) *session {
+// another: lookup catches up with the journal and takes it over. An error
+// says the shared journal could not be read: whether the session exists is
+// unknown, which is no 404.
+func (s *Server) lookup(id string) (*session, error) {
 	s.mu.Lock()
 	sess := s.sessions[id]
 	s.mu.Unlock()
 	if sess != nil || id == "" {
-		return sess
+		return sess, nil
 	}
 	if err := s.store.Sync(s.life); err != nil {
 		s.log.Warn("shared store unreachable", "err", err)
-		return nil
+		return nil, err
 	}
 	ls := s.store.Session(id)
 	if ls == nil {
-		return nil
+		return nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sess := s.sessions[id]; sess != nil {
-		return sess
+		return sess, nil
 	}
 	sess = newSession(ls)
 	s.sessions[id] = sess
@@ -155,7 +157,7 @@ func (s *Server) lookup(id string) *session {
 	s.armIdleLocked(sess)
 	sess.mu.Unlock()
 	s.log.Info("session taken over from the shared store", "session", id, "client", sess.client)
-	return sess
+	return sess, nil
 }
 
 func (s *Server) liveSessions() []*session {

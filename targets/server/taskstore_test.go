@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +27,7 @@ type sharedLog struct {
 type sharedCursor struct {
 	l    *sharedLog
 	next int
+	down atomic.Bool // Read fails, as a Redis out of reach would
 }
 
 func (l *sharedLog) open() *sharedCursor { return &sharedCursor{l: l} }
@@ -36,7 +39,11 @@ func (c *sharedCursor) Append(_ context.Context, rec []byte) error {
 	return nil
 }
 
-func (c *sharedCursor) Read(_ context.Context, _ time.Duration, fn func([]byte) error) error {
+func (c *sharedCursor) Read(_ context.Context, block time.Duration, fn func([]byte) error) error {
+	if c.down.Load() {
+		time.Sleep(block)
+		return errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+	}
 	c.l.mu.Lock()
 	recs := c.l.recs[c.next:]
 	c.l.mu.Unlock()
@@ -118,4 +125,17 @@ func TestSharedTaskStoreFailsTheTasksOfARestartedReplicaOnly(t *testing.T) {
 	got, err = two.get(mine.ID)
 	require.NoError(t, err)
 	assert.Equal(t, taskFailed, got.Status, "and every replica learns it")
+}
+
+func TestAnUnreadableSharedStoreIsNo404(t *testing.T) {
+	j := (&sharedLog{}).open()
+	ts := startServer(t, Config{EventStore: EventStoreRedis, RedisAddr: "unused", StoreOwner: "server-1", journal: j})
+	unknown := headers("0123456789abcdef0123456789abcdef", mcpwire.Version20251125)
+	j.down.Store(true)
+	resp := ts.do(t, context.Background(), http.MethodPost, "", unknown, listTools)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "whether the session exists is unknown: a transport fact, not a lost session")
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	j.down.Store(false)
+	resp = ts.do(t, context.Background(), http.MethodPost, "", unknown, listTools)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "once the journal is read, an unknown session is a 404")
 }

@@ -64,6 +64,7 @@ type taskStore struct {
 	f       *os.File                 // nil: memory
 	shared  store.Shared             // nil: not shared
 	owner   string                   // this replica, in a shared store
+	readMu  sync.Mutex               // one reader of the shared journal at a time
 }
 
 // openSharedTaskStore opens a task store on a journal the replicas share,
@@ -98,25 +99,33 @@ func (ts *taskStore) interrupt(owner string) error {
 // sharedReadTimeout bounds one catch-up read of the shared journal.
 const sharedReadTimeout = 5 * time.Second
 
-// catchUp applies every record of the shared journal not read yet; the
-// caller holds mu or owns ts.
+// catchUp applies every record of the shared journal not read yet. It
+// reads without mu, so a slow journal holds up no other request, and
+// applies under it; the caller must not hold mu.
 func (ts *taskStore) catchUp() error {
 	if ts.shared == nil {
 		return nil
 	}
+	ts.readMu.Lock()
+	defer ts.readMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), sharedReadTimeout)
 	defer cancel()
+	var read []task
 	err := ts.shared.Read(ctx, 0, func(rec []byte) error {
 		var t task
-		if json.Unmarshal(rec, &t) != nil || t.ID == "" {
-			return nil // not a task record: nothing to apply
+		if json.Unmarshal(rec, &t) == nil && t.ID != "" { // else not a task record: nothing to apply
+			read = append(read, t)
 		}
-		if old := ts.tasks[t.ID]; old != nil && old.terminal() && !t.terminal() {
-			return nil // a terminal state is final
-		}
-		ts.tasks[t.ID] = &t
 		return nil
 	})
+	ts.mu.Lock()
+	for _, t := range read {
+		if old := ts.tasks[t.ID]; old != nil && old.terminal() && !t.terminal() {
+			continue // a terminal state is final
+		}
+		ts.tasks[t.ID] = &t
+	}
+	ts.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("task store: read the shared journal: %w", err)
 	}
@@ -233,13 +242,17 @@ var (
 // A shared store first catches up on what the other replicas wrote.
 func (ts *taskStore) get(id string) (task, error) {
 	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if t := ts.tasks[id]; t == nil || !t.terminal() {
+	t := ts.tasks[id]
+	stale := ts.shared != nil && (t == nil || !t.terminal())
+	ts.mu.Unlock()
+	if stale {
 		if err := ts.catchUp(); err != nil {
 			return task{}, err
 		}
 	}
-	t := ts.tasks[id]
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t = ts.tasks[id]
 	switch {
 	case t == nil:
 		return task{}, errTaskNotFound

@@ -128,8 +128,11 @@ func TestDoubleChargeTimelineInChromium(t *testing.T) {
 	// The duplicate's evidence, clicked, selects its charges and shows
 	// their ledger records.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`li.res[data-id="no_duplicate_side_effects"] a.ev[data-e="0"]`)), chromedp.WaitVisible(chromedp.CSS("#detail"))))
-	selected, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#lanes .k-charge.sel').length`))
-	require.NoError(t, err)
+	// The selection is drawn on the next frame after the click: wait for
+	// it rather than read the page at once (a loaded machine lags a frame).
+	selected, err := chromedp.Run(ctx, chromedp.Poll[int](`document.querySelectorAll('#lanes .k-charge.sel').length || false`,
+		chromedp.WithPollingTimeout(10*time.Second)))
+	require.NoError(t, err, "some charge is selected after the click")
 	detail, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#detail")))
 	require.NoError(t, err)
 	assert.Equal(t, 2, selected, "both charges of the order are selected")

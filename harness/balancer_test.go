@@ -52,6 +52,25 @@ func comparable(v *check.Verdict) (string, []string, check.Figures) {
 // the same 60 s (scaled) timeout (and the double charge on three nginx
 // replicas too). The imitation is faithful when all reach the same
 // verdict, violations and figures.
+// runMet runs the experiment files side by side and requires each to meet
+// its expectation; the tests then check what the expectations cannot say.
+func runMet(t *testing.T, files ...string) (*harness.Run, []*spec.Plan) {
+	t.Helper()
+	var plans []*spec.Plan
+	for _, f := range files {
+		x, err := spec.Load(f)
+		require.NoError(t, err)
+		plans = append(plans, x.Plan(spec.Overrides{}))
+	}
+	run, err := harness.Execute(context.Background(), harness.Options{Out: t.TempDir(), Parallel: 2}, plans)
+	require.NoError(t, err)
+	for _, res := range run.Results {
+		require.Empty(t, res.Error, res.Name)
+		assert.True(t, res.Met, "%s: %v", res.Name, res.Reasons)
+	}
+	return run, plans
+}
+
 func TestRealBalancersReachTheToxicsVerdict(t *testing.T) {
 	needBalancers(t)
 	tests := []struct {
@@ -66,18 +85,7 @@ func TestRealBalancersReachTheToxicsVerdict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var plans []*spec.Plan
-			for _, f := range tt.files {
-				x, err := spec.Load(f)
-				require.NoError(t, err)
-				plans = append(plans, x.Plan(spec.Overrides{}))
-			}
-			run, err := harness.Execute(context.Background(), harness.Options{Out: t.TempDir(), Parallel: 2}, plans)
-			require.NoError(t, err)
-			for _, res := range run.Results {
-				require.Empty(t, res.Error, res.Name)
-				assert.True(t, res.Met, "%s: %v", res.Name, res.Reasons)
-			}
+			run, plans := runMet(t, tt.files...)
 			want, wantViolations, wantFigures := comparable(run.Results[0].Verdict)
 			for i, res := range run.Results[1:] {
 				got, violations, figures := comparable(res.Verdict)
@@ -96,17 +104,8 @@ func TestRealBalancersReachTheToxicsVerdict(t *testing.T) {
 // replica, which answers 404, and the naive client's retry lands there too.
 func TestReplicaCrashSendsTheResumeElsewhere(t *testing.T) {
 	needBalancers(t)
-	var plans []*spec.Plan
-	for _, f := range []string{"../experiments/balancer/replica-crash-naive.yaml", "../experiments/balancer/replica-crash-resumable.yaml"} {
-		x, err := spec.Load(f)
-		require.NoError(t, err)
-		plans = append(plans, x.Plan(spec.Overrides{}))
-	}
-	run, err := harness.Execute(context.Background(), harness.Options{Out: t.TempDir(), Parallel: 2}, plans)
-	require.NoError(t, err)
+	run, _ := runMet(t, "../experiments/balancer/replica-crash-naive.yaml", "../experiments/balancer/replica-crash-resumable.yaml")
 	for _, res := range run.Results {
-		require.Empty(t, res.Error, res.Name)
-		assert.True(t, res.Met, "%s: %v", res.Name, res.Reasons)
 		for _, name := range []string{"server-1", "server-2", "server-3"} {
 			assert.FileExists(t, filepath.Join(res.Dir, "logs", name+".log"), "each replica is an agent of its own")
 		}
@@ -125,18 +124,9 @@ func TestReplicaCrashSendsTheResumeElsewhere(t *testing.T) {
 // was killed and started again.
 func TestSharedStoreHonoursTheResumeOnAnotherReplica(t *testing.T) {
 	needBalancers(t)
-	var plans []*spec.Plan
-	for _, f := range []string{"../experiments/balancer/replicas-redis-resume.yaml", "../experiments/balancer/replica-crash-redis.yaml",
-		"../experiments/balancer/redis-crash-journal-survives.yaml"} {
-		x, err := spec.Load(f)
-		require.NoError(t, err)
-		plans = append(plans, x.Plan(spec.Overrides{}))
-	}
-	run, err := harness.Execute(context.Background(), harness.Options{Out: t.TempDir(), Parallel: 2}, plans)
-	require.NoError(t, err)
+	run, _ := runMet(t, "../experiments/balancer/replicas-redis-resume.yaml", "../experiments/balancer/replica-crash-redis.yaml",
+		"../experiments/balancer/redis-crash-journal-survives.yaml")
 	for _, res := range run.Results {
-		require.Empty(t, res.Error, res.Name)
-		assert.True(t, res.Met, "%s: %v", res.Name, res.Reasons)
 		f := res.Verdict.Figures
 		assert.EqualValues(t, 1, f.Sessions, "%s: the session survives the move to another replica", res.Name)
 		assert.GreaterOrEqual(t, f.Resumes, int64(1), res.Name)
@@ -153,13 +143,8 @@ func TestSharedStoreHonoursTheResumeOnAnotherReplica(t *testing.T) {
 // the 404 of the restarted, empty replica 3, and never another replica.
 func TestHAProxyHoldsToTheReplicaItHashesTo(t *testing.T) {
 	needBalancers(t)
-	x, err := spec.Load("../experiments/balancer/replica-crash-haproxy.yaml")
-	require.NoError(t, err)
-	run, err := harness.Execute(context.Background(), harness.Options{Out: t.TempDir()}, []*spec.Plan{x.Plan(spec.Overrides{})})
-	require.NoError(t, err)
+	run, _ := runMet(t, "../experiments/balancer/replica-crash-haproxy.yaml")
 	res := run.Results[0]
-	require.Empty(t, res.Error)
-	assert.True(t, res.Met, res.Reasons)
 	log, err := os.ReadFile(filepath.Join(res.Dir, "state", "balancer", "haproxy.log"))
 	require.NoError(t, err)
 	assert.Regexp(t, `replicas/replica3 \S+ 503 .*"GET /mcp`, string(log), "the resume is refused while replica 3 is down")
@@ -171,18 +156,7 @@ func TestHAProxyHoldsToTheReplicaItHashesTo(t *testing.T) {
 // resumes through the restarted balancer, the naive one charges twice.
 func TestBalancerCrash(t *testing.T) {
 	needBalancers(t)
-	var plans []*spec.Plan
-	for _, f := range []string{"../experiments/balancer/balancer-crash-resumable.yaml", "../experiments/balancer/balancer-crash-naive.yaml"} {
-		x, err := spec.Load(f)
-		require.NoError(t, err)
-		plans = append(plans, x.Plan(spec.Overrides{}))
-	}
-	run, err := harness.Execute(context.Background(), harness.Options{Out: t.TempDir(), Parallel: 2}, plans)
-	require.NoError(t, err)
-	for _, res := range run.Results {
-		require.Empty(t, res.Error, res.Name)
-		assert.True(t, res.Met, "%s: %v", res.Name, res.Reasons)
-	}
+	run, _ := runMet(t, "../experiments/balancer/balancer-crash-resumable.yaml", "../experiments/balancer/balancer-crash-naive.yaml")
 	assert.EqualValues(t, 1, run.Results[0].Verdict.Figures.Resumes)
 	assert.EqualValues(t, 1, run.Results[1].Verdict.Figures.Duplicates)
 }

@@ -39,17 +39,26 @@ type record struct {
 	Owner  string `json:"o,omitempty"`
 }
 
-// replay applies one journal line during Open. Records of sessions that are
-// no longer live are skipped: the session's close came first.
+// replay applies one journal line during Open.
 func (s *Store) replay(line []byte) error {
 	var rec record
 	if err := json.Unmarshal(line, &rec); err != nil {
 		return fmt.Errorf("decode: %w", err)
 	}
+	return s.applyRecord(rec)
+}
+
+// applyRecord applies one journal record to the store's state, in replay
+// or from another replica; the caller holds s.mu or owns s. Records of
+// sessions that are no longer live are skipped: the session's close came
+// first.
+func (s *Store) applyRecord(rec record) error {
 	switch rec.Op {
 	case opOpen:
-		info := SessionInfo{ID: rec.Session, Version: rec.Version, Client: rec.Client, Created: time.Unix(0, rec.At)}
-		s.sessions[rec.Session] = newSession(s, info)
+		if s.sessions[rec.Session] == nil {
+			info := SessionInfo{ID: rec.Session, Version: rec.Version, Client: rec.Client, Created: time.Unix(0, rec.At)}
+			s.sessions[rec.Session] = newSession(s, info)
+		}
 		return nil
 	case opKey:
 		s.keys[rec.Key] = true

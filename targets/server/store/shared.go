@@ -100,31 +100,7 @@ func (s *Store) applyRemote(line []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch rec.Op {
-	case opOpen:
-		if s.sessions[rec.Session] == nil {
-			info := SessionInfo{ID: rec.Session, Version: rec.Version, Client: rec.Client, Created: time.Unix(0, rec.At)}
-			s.sessions[rec.Session] = newSession(s, info)
-		}
-		return nil
-	case opKey:
-		s.keys[rec.Key] = true
-		return nil
-	case opUnkey:
-		delete(s.keys, rec.Key)
-		return nil
-	}
-	ss := s.sessions[rec.Session]
-	if ss == nil {
-		return nil
-	}
-	ss.mu.Lock()
-	ss.apply(rec)
-	ss.mu.Unlock()
-	if rec.Op == opClose {
-		delete(s.sessions, rec.Session)
-	}
-	return nil
+	return s.applyRecord(rec)
 }
 
 // Session returns the live session with the id, or nil.

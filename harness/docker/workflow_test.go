@@ -41,7 +41,7 @@ func TestNightlyWorkflowPassesActionlint(t *testing.T) {
 		// by a final job that needs them; the fuzz targets run nightly.
 		"shard: [1, 2, 3, 4]", "--shard ${{ matrix.shard }}/4", "needs: experiments", "actions/download-artifact@",
 		"pattern: chaosrun-shard-*", "bin/chaosrun merge --out results/library --junit results/junit.xml shards/*/library",
-		"shards/*/matrix", "shards/*/blackbox", "scripts/fuzz 2m",
+		"shards/*/matrix", "shards/*/blackbox", "scripts/fuzz 10m", "FUZZ_SHARD: ${{ matrix.shard }}/10",
 	} {
 		assert.Contains(t, string(content), want)
 	}

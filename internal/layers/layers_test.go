@@ -34,6 +34,7 @@ var mayUse = []rule{
 	{"sideeffects", []string{"faults", "internal"}, "the ledger is a leaf and knows no targets: joining it with client histories is the checker's job"},
 	{"internal", nil, "internal is below all"},
 	{"examples", []string{"targets/byo", "internal"}, "an example target knows chaosrun's contract (targets/byo), not its code"},
+	{"scripts", nil, "the scripts' tests run them as a user does, importing no code of the module"},
 }
 
 // pkg is one package of the module; paths are relative to the module.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,8 +30,16 @@ var ErrInvalidResults = errors.New("invalid results")
 // folders, such as a shard's --out or a downloaded artifact. When the runs
 // are shards, they must be every shard of one count, each once.
 //
-// The merged run's wall time is the longest of the runs' (shards run side
-// by side), its parallelism the sum of theirs.
+// Runs that each repeated every experiment (run --repeat N, none a shard)
+// are batches of one longer repetition: their runs of an experiment are
+// numbered again one after the other, in the order the batches started, so
+// ten batches of --repeat 10 merge into one run of each experiment 100
+// times, tallied as such.
+//
+// The merged run's wall time is from the first run's start to the last
+// one's end: the longest shard's when shards ran side by side, the sum of
+// the batches' when they ran one after the other. Its parallelism is the
+// sum of the runs'.
 func Merge(out string, dirs []string) (*Run, error) {
 	var runDirs []string
 	for _, d := range dirs {
@@ -51,7 +60,11 @@ func Merge(out string, dirs []string) (*Run, error) {
 	if err := checkShards(runs); err != nil {
 		return nil, err
 	}
-	merged, err := join(out, runs)
+	folders := map[*ExperimentResult]string{}
+	if batches(runs) {
+		folders = renumber(runs)
+	}
+	merged, err := join(out, runs, folders)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +72,7 @@ func Merge(out string, dirs []string) (*Run, error) {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
 	for _, r := range merged.Results {
-		dst := filepath.Join(merged.Dir, filepath.Base(r.Dir))
+		dst := filepath.Join(merged.Dir, folderOf(r, folders))
 		if !exists(r.Dir) { // a harness error before the experiment's folder was made: its result is all there is
 			r.Dir = dst
 			continue
@@ -170,12 +183,70 @@ func orNone(list []string) string {
 	return strings.Join(list, ", ")
 }
 
+// batches reports whether runs are batches of one repetition: more than
+// one, none a shard, each having repeated its experiments.
+func batches(runs []*Run) bool {
+	if len(runs) < 2 {
+		return false
+	}
+	for _, r := range runs {
+		if r.Shard != "" || r.Repeat < 2 {
+			return false
+		}
+	}
+	return true
+}
+
+// renumber numbers the repetitions of batches again, experiment by
+// experiment, one batch after the other in the order they started, and
+// returns each result's folder in the merged run. It sets Repetition and
+// the runs' Repeat to the counts of the merged run.
+func renumber(runs []*Run) map[*ExperimentResult]string {
+	slices.SortStableFunc(runs, func(a, b *Run) int {
+		if c := a.Started.Compare(b.Started); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Dir, b.Dir)
+	})
+	count := map[string]int{}
+	for _, r := range runs {
+		for _, x := range r.Results {
+			count[x.Name]++
+		}
+	}
+	width := len(fmt.Sprint(slices.Max(slices.Collect(maps.Values(count)))))
+	folders, next, total := map[*ExperimentResult]string{}, map[string]int{}, 0
+	for _, r := range runs {
+		total += r.Repeat
+		slices.SortStableFunc(r.Results, func(a, b *ExperimentResult) int { return a.Repetition - b.Repetition })
+		for _, x := range r.Results {
+			next[x.Name]++
+			x.Repetition = next[x.Name]
+			folders[x] = fmt.Sprintf("%s.r%0*d", x.Name, width, x.Repetition)
+		}
+	}
+	for _, r := range runs {
+		r.Repeat = total
+	}
+	return folders
+}
+
+// folderOf is a result's folder in the merged run: renumbered, or as it was.
+func folderOf(x *ExperimentResult, folders map[*ExperimentResult]string) string {
+	if f, ok := folders[x]; ok {
+		return f
+	}
+	return filepath.Base(x.Dir)
+}
+
 // join makes the merged run of runs, its results sorted by experiment and
-// repetition as one run of them all lists them.
-func join(out string, runs []*Run) (*Run, error) {
+// repetition as one run of them all lists them; folders names the results
+// whose folder in the merged run is not their own (see renumber).
+func join(out string, runs []*Run, folders map[*ExperimentResult]string) (*Run, error) {
 	m := &Run{ID: newRunID(), Repeat: runs[0].Repeat, Started: runs[0].Started}
 	m.Dir = filepath.Join(out, m.ID)
 	var runtimes []string
+	var end time.Time // when the last of the runs ended
 	owner := map[string]string{} // experiment folder → the run holding it
 	for _, r := range runs {
 		if !slices.Contains(runtimes, r.Runtime) {
@@ -185,21 +256,24 @@ func join(out string, runs []*Run) (*Run, error) {
 			m.Repeat = 0 // the runs asked for different counts: Tallies say what happened
 		}
 		m.Parallel += r.Parallel
-		m.WallMS = max(m.WallMS, r.WallMS)
 		if r.Started.Before(m.Started) {
 			m.Started = r.Started
+		}
+		if e := r.Started.Add(time.Duration(r.WallMS) * time.Millisecond); e.After(end) {
+			end = e
 		}
 		m.Interrupted = m.Interrupted || r.Interrupted
 		m.Merged = append(m.Merged, r.Dir)
 		for _, x := range r.Results {
-			base := filepath.Base(x.Dir)
+			base := folderOf(x, folders)
 			if other, ok := owner[base]; ok {
-				return nil, fmt.Errorf("%w: merge: both %s and %s hold %s: merge runs of different experiments (the shards of one run)", ErrInvalidResults, other, r.Dir, base)
+				return nil, fmt.Errorf("%w: merge: both %s and %s hold %s: merge the shards of one run, or batches of run --repeat", ErrInvalidResults, other, r.Dir, base)
 			}
 			owner[base] = r.Dir
 			m.Results = append(m.Results, x)
 		}
 	}
+	m.WallMS = end.Sub(m.Started).Milliseconds()
 	m.Runtime = strings.Join(runtimes, "+")
 	slices.SortStableFunc(m.Results, func(a, b *ExperimentResult) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/stretchr/testify/assert"
@@ -115,7 +116,7 @@ func TestMergeRefusesWhatIsNotOneSetOfShards(t *testing.T) {
 		{"a shard twice", []string{a1, b2, c2}, "missing: none; more than once: 2/2"},
 		{"shards of two counts", []string{a1, b2, shard("3/3", "delta")}, "merge the shards of one count"},
 		{"a whole run among shards", []string{a1, b2, shard("", "echo")}, "2 of the 3 runs are shards"},
-		{"one experiment in two runs", []string{shard("", "alpha"), shard("", "alpha")}, "hold alpha"},
+		{"one experiment in two runs", []string{shard("", "alpha"), shard("", "alpha")}, "hold alpha: merge the shards of one run, or batches"},
 		{"no run.json", []string{t.TempDir()}, "holds no run.json"},
 	}
 	for _, tc := range tests {
@@ -128,4 +129,62 @@ func TestMergeRefusesWhatIsNotOneSetOfShards(t *testing.T) {
 			assert.Empty(t, entries, "nothing is written")
 		})
 	}
+}
+
+// saveBatch writes a run folder as `run --repeat n` leaves it, started at
+// started: every experiment n times (<name>.r<k>), the repetitions in unmet
+// (of every experiment) not meeting their expectation.
+func saveBatch(t *testing.T, started time.Time, n int, names []string, unmet ...int) string {
+	t.Helper()
+	root := t.TempDir()
+	run := &Run{ID: "batch", Dir: filepath.Join(root, "run"), Runtime: "local", Parallel: 2, Repeat: n, Started: started, WallMS: 2000}
+	for _, name := range names {
+		for k := 1; k <= n; k++ {
+			dir := filepath.Join(run.Dir, fmt.Sprintf("%s.r%d", name, k))
+			v := saveExperiment(t, dir)
+			res := &ExperimentResult{Name: name, Repetition: k, Dir: dir, Expected: check.Fail, Verdict: &v, Met: true}
+			for _, u := range unmet {
+				if u == k {
+					res.Met, res.Reasons = false, []string{"verdict is fail, expected pass"}
+				}
+			}
+			run.Results = append(run.Results, res)
+		}
+	}
+	require.NoError(t, writeReports(run))
+	return root
+}
+
+func TestMergeNumbersBatchesOfRepeatsOneAfterTheOther(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 17, 0, 0, 0, time.UTC)
+	names := []string{"alpha", "bravo"}
+	first := saveBatch(t, t0, 5, names)
+	second := saveBatch(t, t0.Add(10*time.Minute), 6, names, 2) // its second run of each is unmet
+
+	run, err := Merge(t.TempDir(), []string{second, first}) // given out of order: the start times order them
+	require.NoError(t, err)
+	assert.Equal(t, 11, run.Repeat, "5 and 6 runs of each are 11")
+	assert.Equal(t, (10*time.Minute + 2*time.Second).Milliseconds(), run.WallMS, "from the first batch's start to the second's end")
+	require.Len(t, run.Results, 22)
+	for i, x := range run.Results {
+		name, k := names[i/11], i%11+1
+		assert.Equal(t, name, x.Name)
+		assert.Equal(t, k, x.Repetition)
+		assert.Equal(t, filepath.Join(run.Dir, fmt.Sprintf("%s.r%02d", name, k)), x.Dir)
+		assert.FileExists(t, filepath.Join(x.Dir, check.VerdictFile), "the folder is copied in under its new number")
+		assert.Equal(t, k != 7, x.Met, "the later batch's second run is the merged run's seventh")
+	}
+	require.Len(t, run.Tallies, 2)
+	for _, tally := range run.Tallies {
+		assert.Equal(t, 10, tally.Met, tally.Name)
+		assert.Equal(t, 11, tally.Runs, tally.Name)
+	}
+	summary, err := os.ReadFile(filepath.Join(run.Dir, SummaryFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(summary), "each experiment 11 times")
+	assert.Contains(t, string(summary), "**20 of 22 expectations met.**")
+
+	again, err := Rejudge(run.Dir)
+	require.NoError(t, err, "the merged folder is a run folder report can judge")
+	assert.Len(t, again.Results, 22)
 }

@@ -14,12 +14,15 @@ func newMergeCmd() *cobra.Command {
 	var out, junit string
 	cmd := &cobra.Command{
 		Use:   "merge DIR...",
-		Short: "Join the results of several runs (the shards of one: run --shard I/N) into one run folder",
+		Short: "Join the results of several runs (the shards of one, or batches of run --repeat) into one run folder",
 		Long: `Merge copies the experiment folders of every run in DIR... (run folders, or folders holding
 them such as a shard's --out) into OUT/<run-id>/ and writes its summary.md, junit.xml, run.json
 and index.html from the saved results and verdicts, as one run of them all would have; when
 every run is a matrix run, matrix.md and matrix.json too. Shards must be every shard of one
-count, each once. The exit code follows the same rules as run's.`,
+count, each once. Runs that each repeated their experiments (run --repeat N, none a shard)
+are batches of one longer repetition: their runs are numbered again one after the other, so ten
+batches of --repeat 10 merge into one run of every experiment 100 times. The exit code follows
+the same rules as run's.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return withCode(exitInvalid, errors.New("merge: give the results folders to join, as in: chaosrun merge shards/*"))

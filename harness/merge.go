@@ -246,7 +246,7 @@ func join(out string, runs []*Run, folders map[*ExperimentResult]string) (*Run, 
 	m := &Run{ID: newRunID(), Repeat: runs[0].Repeat, Started: runs[0].Started}
 	m.Dir = filepath.Join(out, m.ID)
 	var runtimes []string
-	var end time.Time // when the last of the runs ended
+	var end time.Time            // when the last of the runs ended
 	owner := map[string]string{} // experiment folder → the run holding it
 	for _, r := range runs {
 		if !slices.Contains(runtimes, r.Runtime) {

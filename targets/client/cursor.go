@@ -42,6 +42,11 @@ type InFlight struct {
 	// tasks extension), persisted before it is polled so that a restarted
 	// client polls it again instead of calling again.
 	TaskID string `json:"task_id,omitempty"`
+	// TaskSession is the session the call was made on (2025-11-25 tasks),
+	// which the call's records keep naming when a poll has to open a new
+	// one; TaskLegacy says the task is a 2025-11-25 one.
+	TaskSession string `json:"task_session,omitempty"`
+	TaskLegacy  bool   `json:"task_legacy,omitempty"`
 }
 
 // Completed reports the recorded outcome of a call, if it has one.

@@ -116,11 +116,14 @@ func (r *resumable) recoverInFlight(ctx context.Context) error {
 	}
 	s := &stream{call: call, session: r.cur.Session, requestID: fl.RequestID, attempt: fl.Attempt, lastID: fl.LastEventID}
 	s.persist = r.persister()
-	if fl.TaskID != "" && r.modern() {
+	if fl.TaskSession != "" {
+		s.session = fl.TaskSession // the call's session, whichever the client holds now
+	}
+	if fl.TaskID != "" && (r.modern() || fl.TaskLegacy) {
 		if err := r.ensureSession(ctx); err != nil {
 			return r.halt(ctx, s, err)
 		}
-		return r.pollTask(ctx, s, &taskHandle{id: fl.TaskID})
+		return r.pollTask(ctx, s, &taskHandle{id: fl.TaskID, legacy: fl.TaskLegacy})
 	}
 	if fl.LastEventID == "" || !r.conn.live {
 		return r.settle(s, unknownOutcome("restarted with no event id persisted for the call's stream"))

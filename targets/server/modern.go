@@ -114,7 +114,7 @@ func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, sseOK bool,
 	switch m.Method {
 	case mcpwire.MethodDiscover:
 		caps := json.RawMessage(`{"tools":{}}`)
-		if s.tasks != nil {
+		if s.cfg.Tasks == TasksExtension {
 			caps = json.RawMessage(`{"tools":{},"extensions":{"` + mcpwire.ExtensionTasks + `":{}}}`)
 		}
 		writeModernResult(w, m.ID, mcpwire.DiscoverResult{

@@ -52,9 +52,9 @@ type ServerConfig struct {
 	// listed execution.taskSupport optional.
 	Tasks    string
 	Recorder sideeffects.Recorder // nil = sideeffects.NewMemory()
-	Source                string               // Record.Source, default "mcp-go"
-	Clock                 runclock.Clock
-	Logger                *slog.Logger
+	Source   string               // Record.Source, default "mcp-go"
+	Clock    runclock.Clock
+	Logger   *slog.Logger
 }
 
 // Server is mcp-go's StreamableHTTPServer, stateful and with an event

@@ -13,7 +13,8 @@ import (
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
-// defaultTaskPoll is the polling interval when the server suggests none.
+// defaultTaskPoll is the polling interval when the server suggests none
+// and the client's backoff has no initial delay.
 const defaultTaskPoll = time.Second
 
 // pollTask follows a call the server answered with a task (the 2026-07-28
@@ -38,8 +39,8 @@ func (r *resumable) pollTask(ctx context.Context, s *stream, th *taskHandle) err
 	}
 	r.record(history.Record{Kind: history.KindTask, Call: s.call.ID, Session: s.session, RequestID: s.requestID, Detail: th.id})
 	poll := th.poll
-	if poll <= 0 {
-		poll = defaultTaskPoll
+	if poll <= 0 { // the server suggests none (mcp-go): poll at the backoff's pace
+		poll = cmp.Or(r.opts.Backoff.Initial, defaultTaskPoll)
 	}
 	failures := 0
 	for {

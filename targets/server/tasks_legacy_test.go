@@ -291,3 +291,32 @@ func TestLegacyTaskDropped(t *testing.T) {
 	require.NotNil(t, m.Error, "a blocked tasks/result learns its task is gone")
 	assert.Equal(t, mcpwire.CodeInvalidParams, m.Error.Code)
 }
+
+// FuzzLegacyTaskParams sends the 2025-11-25 task methods arbitrary params:
+// each is answered with a task, a list, a result or a JSON-RPC error,
+// never a crash or a hang, and an id no task has is invalid params.
+func FuzzLegacyTaskParams(f *testing.F) {
+	ts := startServer(f, Config{Recorder: discard{}, Tasks: TasksLegacy})
+	sid, version := ts.initialize(f, mcpwire.Version20251125)
+	methods := []string{mcpwire.MethodTasksGet, mcpwire.MethodTasksResult, mcpwire.MethodTasksList, mcpwire.MethodTasksCancel}
+	for _, seed := range []string{`{}`, `{"taskId":"x"}`, `{"taskId":7}`, `{"cursor":"!!"}`, `{"cursor":"eA"}`, `null`, `[]`, `{"taskId":""}`} {
+		for m := range uint8(len(methods)) {
+			f.Add(seed, m)
+		}
+	}
+	f.Fuzz(func(t *testing.T, params string, m uint8) {
+		method := methods[int(m)%len(methods)]
+		body := `{"jsonrpc":"2.0","id":5,"method":"` + method + `","params":` + params + `}`
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		resp := ts.do(t, ctx, http.MethodPost, "", headers(sid, version), body)
+		if resp.StatusCode != http.StatusOK {
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "a body that is no request is refused")
+			return
+		}
+		msg := resultOf(t, resp)
+		if msg.Error != nil {
+			assert.Contains(t, []int{mcpwire.CodeInvalidParams, mcpwire.CodeInvalidRequest}, msg.Error.Code, "%s %s: %+v", method, params, msg.Error)
+		}
+	})
+}

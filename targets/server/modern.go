@@ -121,7 +121,7 @@ func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, sseOK bool,
 			ResultType: mcpwire.ResultComplete, SupportedVersions: mcpwire.AllVersions(),
 			Capabilities: caps, Meta: map[string]any{mcpwire.MetaServerInfo: serverInfo},
 		})
-	case mcpwire.MethodTasksGet, mcpwire.MethodTasksCancel:
+	case mcpwire.MethodTasksGet, mcpwire.MethodTasksCancel, mcpwire.MethodTasksUpdate:
 		s.serveTaskMethod(w, m, f)
 	case mcpwire.MethodPing:
 		writeModernResult(w, m.ID, struct {

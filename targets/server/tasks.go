@@ -142,9 +142,14 @@ func (s *Server) taskFinished(t task, lc tools.Call, out tools.Outcome, err erro
 	}
 }
 
-// serveTaskMethod answers tasks/get and tasks/cancel. A task's result is
-// recorded as written each time tasks/get hands it out (stream
-// "task:<id>"), so the checker sees how often it was fetched.
+// serveTaskMethod answers tasks/get, tasks/update and tasks/cancel. A
+// task's result is recorded as written each time tasks/get hands it out
+// (stream "task:<id>"), so the checker sees how often it was fetched. No
+// tool of this server asks for input, so no task is ever input_required
+// and none has an outstanding inputRequests key: tasks/update of a known
+// task is acknowledged and its inputResponses ignored, as the extension
+// asks of responses to keys not outstanding; of an unknown task it is
+// -32602.
 func (s *Server) serveTaskMethod(w http.ResponseWriter, m mcpwire.Message, f mcpwire.RequestFields) {
 	if s.cfg.Tasks != TasksExtension {
 		writeRPCError(w, http.StatusNotFound, m.ID, mcpwire.CodeMethodNotFound, "method not found: "+m.Method+" (tasks are off)")
@@ -154,6 +159,16 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, m mcpwire.Message, f mcp
 		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{mcpwire.ExtensionTasks: map[string]any{}}}})
 		writeJSON(w, http.StatusOK, mcpwire.Message{JSONRPC: "2.0", ID: m.ID, Error: &mcpwire.Error{
 			Code: mcpwire.CodeMissingClientCapability, Message: "Missing required client capability", Data: data}})
+		return
+	}
+	if m.Method == mcpwire.MethodTasksUpdate {
+		if _, err := s.tasks.get(f.TaskID); err != nil {
+			writeRPCError(w, http.StatusOK, m.ID, taskErrorCode(err), "Failed to update task: "+err.Error())
+			return
+		}
+		writeModernResult(w, m.ID, struct {
+			ResultType string `json:"resultType"`
+		}{mcpwire.ResultComplete})
 		return
 	}
 	if m.Method == mcpwire.MethodTasksCancel {

@@ -23,6 +23,10 @@ type Cursor struct {
 	NextRequestID int64       `json:"next_request_id"`
 	Done          []Completed `json:"done,omitempty"`
 	InFlight      *InFlight   `json:"in_flight,omitempty"`
+	// TaskTools are the tools the session's server runs as 2025-11-25
+	// tasks, so that a restarted client adopting the session goes on
+	// calling them as tasks.
+	TaskTools []string `json:"task_tools,omitempty"`
 }
 
 // Completed is a call whose outcome is settled.
@@ -62,6 +66,7 @@ func (c *Cursor) Completed(call string) (history.Kind, bool) {
 func (c *Cursor) clone() Cursor {
 	out := *c
 	out.Done = append([]Completed(nil), c.Done...)
+	out.TaskTools = append([]string(nil), c.TaskTools...)
 	if c.InFlight != nil {
 		f := *c.InFlight
 		out.InFlight = &f

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/history"
@@ -92,6 +94,12 @@ func (r *resumable) start() {
 	r.nextID = max(r.cur.NextRequestID, 1)
 	if r.cur.Session != "" {
 		r.conn.adopt(r.cur.Session, r.cur.Protocol)
+		if r.conn.legacyTasks && len(r.cur.TaskTools) > 0 {
+			r.conn.taskTools = map[string]bool{}
+			for _, t := range r.cur.TaskTools {
+				r.conn.taskTools[t] = true
+			}
+		}
 	}
 }
 
@@ -195,6 +203,7 @@ func (r *resumable) ensureSession(ctx context.Context) error {
 		}
 	}
 	r.cur.Session, r.cur.Protocol = r.conn.session, r.conn.protocol
+	r.cur.TaskTools = slices.Sorted(maps.Keys(r.conn.taskTools))
 	return r.save()
 }
 

@@ -320,3 +320,29 @@ func FuzzLegacyTaskParams(f *testing.F) {
 		}
 	})
 }
+
+// TestLegacyTaskStatusNotification: when a task ends, the session its call
+// came on gets notifications/tasks/status with the whole task on its
+// standalone stream.
+func TestLegacyTaskStatusNotification(t *testing.T) {
+	ls := startLegacy(t, Config{})
+	h := headers(ls.sid, ls.version)
+	h.Del("Content-Type")
+	h.Set("Accept", mcpwire.ContentTypeSSE)
+	standalone := ls.ts.open(t, http.MethodGet, h, "")
+	created := ls.taskCall(t, 2, map[string]any{"order_id": "n", "amount_cents": 5, "duration_ms": 10}, nil)
+	for {
+		ev := standalone.next(t)
+		if len(ev.Data) == 0 {
+			continue // the priming event
+		}
+		m := decode(t, ev.Data)
+		require.Equal(t, mcpwire.MethodTaskStatus, m.Method)
+		var tk mcpwire.Task
+		require.NoError(t, json.Unmarshal(m.Params, &tk))
+		assert.Equal(t, created.TaskID, tk.TaskID)
+		assert.Equal(t, mcpwire.TaskCompleted, tk.Status)
+		assert.NotNil(t, tk.TTL)
+		return
+	}
+}

@@ -33,8 +33,10 @@ import (
 //     ran, and nothing of the call is derived).
 //     It carries the call's idempotency_key argument, which makes repeating
 //     the operation harmless as a key on a charge record would.
-//     A response with resultType "task" is no result: the call became a
-//     task, whose result is fetched later by tasks/get.
+//     A response with resultType "task" (2026-07-28), or carrying a task
+//     (a 2025-11-25 CreateTaskResult), is no result: the call became a
+//     task, whose result is fetched later, and its call_started names the
+//     task as its stream, task:<id>, as the servers' ledgers do.
 //   - charge: a call_started of an operation that is not idempotent
 //     ([Ops.Idempotent]): the wire cannot see money move, but it sees a side
 //     effect invoked, and an operation invoked twice at the server is a
@@ -47,7 +49,11 @@ import (
 //     the total when the call's result crossed the edge, else up to the
 //     highest number seen.
 //   - result_written: the response to a tools/call, with its event id (0 for
-//     a JSON answer). A call whose result never crossed the edge, on a server
+//     a JSON answer); for a task, each hand-out of its result: a tasks/result
+//     answered with a result (2025-11-25), or a tasks/get answered with the
+//     task completed (2026-07-28), on stream task:<id>, and no result is
+//     derived for a task whose result never crossed the edge: the task
+//     holds it, and delivers it only when asked. A call whose result never crossed the edge, on a server
 //     that was not restarted or crashed after the call began, still produced
 //     one into its stream (a tool keeps running when its connection drops):
 //     it is derived at the end of the run with event id 0, and nobody read
@@ -74,6 +80,11 @@ type derivedLedger struct {
 	closed map[string]bool
 	lastN  int64
 	lastUS int64
+	// tasks maps a task id to the call it runs; fetches the requests that
+	// may hand a task's result out (tasks/result, and tasks/get of the
+	// extension) to their task's id.
+	tasks   map[string]*wireCall
+	fetches map[StreamKey]string
 }
 
 // wireCall is one tools/call that reached the server.
@@ -94,11 +105,13 @@ type wireCall struct {
 	revealN   int64
 	modern    bool   // a 2026-07-28 request: a closed stream cancels it
 	idemKey   string // the call's idempotency_key argument
+	task      string // the task the server made of the call, if any
 }
 
 func ledgerFromWire(recs []wire.Record, ops Ops, kills []int64) []sideeffects.Record {
 	d := &derivedLedger{
 		ops: ops, kills: kills, edge: newEdgeReader(), calls: map[StreamKey]*wireCall{}, closed: map[string]bool{},
+		tasks: map[string]*wireCall{}, fetches: map[StreamKey]string{},
 	}
 	recs = inExchangeOrder(recs)
 	for i := range recs {
@@ -130,6 +143,9 @@ func (d *derivedLedger) add(r *wire.Record, rec sideeffects.Record) {
 func (d *derivedLedger) request(r *wire.Record) {
 	x := d.edge.request(r)
 	for i := range r.Messages {
+		if m := &r.Messages[i]; (m.Method == mcpwire.MethodTasksResult || m.Method == mcpwire.MethodTasksGet) && m.IsRequest() && m.TaskID != "" {
+			d.fetches[StreamKey{Session: x.session, RequestID: m.ID}] = m.TaskID
+		}
 		if m := &r.Messages[i]; m.Method == mcpwire.MethodToolsCall && m.IsRequest() {
 			key := StreamKey{Session: x.session, RequestID: m.ID}
 			if _, seen := d.calls[key]; !seen {
@@ -196,11 +212,19 @@ func (d *derivedLedger) answer(r *wire.Record, x *exchange, m *wire.Message, eve
 	if !m.Response {
 		return
 	}
-	c := d.calls[StreamKey{Session: x.session, RequestID: m.ID}]
-	if c == nil || c.result {
+	if id, ok := d.fetches[StreamKey{Session: x.session, RequestID: m.ID}]; ok {
+		d.fetched(r, x, m, id, eventID)
 		return
 	}
-	if m.ResultType == mcpwire.ResultTask { // a task handle: the result comes later, by tasks/get
+	c := d.calls[StreamKey{Session: x.session, RequestID: m.ID}]
+	if c == nil || c.result || c.task != "" {
+		return
+	}
+	if m.ResultType == mcpwire.ResultTask || m.ResultType == "" && m.TaskID != "" && m.TaskStatus != "" && m.ErrorCode == 0 {
+		// A task handle: the result comes later, by tasks/get or
+		// tasks/result.
+		c.task = m.TaskID
+		d.tasks[m.TaskID] = c
 		return
 	}
 	if m.IsError && m.ErrorCode != 0 && turnedAway(m.ErrorCode, c) {
@@ -210,6 +234,29 @@ func (d *derivedLedger) answer(r *wire.Record, x *exchange, m *wire.Message, eve
 	c.result, c.failed, c.revealN = true, m.IsError, r.N
 	d.add(r, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: x.session, Client: c.client,
 		RequestID: m.ID, Tool: c.tool, OrderID: c.op, Stream: streamLabel(x), EventID: eventID, IsError: m.IsError})
+}
+
+// fetched derives a task's result handed out by the answer m to a
+// tasks/result or tasks/get request about task id: a tasks/result
+// answered with a result, a tasks/get answered with the task completed
+// and its result inside (the extension's). A JSON-RPC error hands nothing
+// out.
+func (d *derivedLedger) fetched(r *wire.Record, x *exchange, m *wire.Message, id string, eventID int64) {
+	c := d.tasks[id]
+	switch {
+	case c == nil, m.ErrorCode != 0 || m.ErrorMessage != "":
+		return
+	case m.TaskStatus != "" && m.TaskStatus != mcpwire.TaskCompleted: // tasks/get of a task not done, or of a 2025-11-25 task
+		return
+	case m.TaskStatus == "" && m.TaskID != id: // neither tasks/get's task nor tasks/result's related task
+		return
+	}
+	if m.TaskStatus == mcpwire.TaskCompleted && m.ResultType != mcpwire.ResultComplete {
+		return // a 2025-11-25 tasks/get: the status alone, no result
+	}
+	c.result, c.failed, c.revealN = true, m.IsError, r.N
+	d.add(r, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: c.key.Session, Client: c.client,
+		RequestID: c.key.RequestID, Tool: c.tool, OrderID: c.op, Stream: "task:" + id, EventID: eventID, IsError: m.IsError})
 }
 
 // turnedAway says whether a JSON-RPC error answering a tools/call means the
@@ -285,14 +332,18 @@ func (d *derivedLedger) settle() {
 			continue
 		}
 		start := &wire.Record{N: c.startN, TUS: c.startUS}
+		stream := ""
+		if c.task != "" {
+			stream = "task:" + c.task
+		}
 		d.add(start, sideeffects.Record{Kind: sideeffects.KindCallStarted, Session: key.Session, Client: c.client,
-			RequestID: key.RequestID, Tool: c.tool, OrderID: c.op, IdempotencyKey: c.idemKey})
+			RequestID: key.RequestID, Tool: c.tool, OrderID: c.op, IdempotencyKey: c.idemKey, Stream: stream})
 		if !c.idem {
 			d.add(start, sideeffects.Record{Kind: sideeffects.KindCharge, Session: key.Session, Client: c.client,
 				RequestID: key.RequestID, Tool: c.tool, OrderID: c.op, AmountCents: 1, Detail: "invoked at the server"})
 		}
 		d.skipped(c)
-		if !c.result && !c.modern && !d.killedAfter(c.startUS) {
+		if !c.result && !c.modern && c.task == "" && !d.killedAfter(c.startUS) {
 			end := &wire.Record{N: d.lastN + 1, TUS: d.lastUS + 1}
 			d.add(end, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: key.Session, Client: c.client,
 				RequestID: key.RequestID, Tool: c.tool, OrderID: c.op,

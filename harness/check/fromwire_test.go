@@ -485,3 +485,47 @@ func TestLedgerFromWireAt20260728(t *testing.T) {
 	assert.Equal(t, []string{"c1-2", "c1-3"}, started)
 	assert.Equal(t, map[string]string{"c1-2": "k", "c1-3": ""}, keys)
 }
+
+// TestLedgerFromWireReadsTasks: a CreateTaskResult (2025-11-25) or a
+// resultType task (2026-07-28) answering a tools/call is no result; the
+// call's call_started names the task; each tasks/result answered with a
+// result, and each extension tasks/get answered completed, is a hand-out
+// of the call's result on stream task:<id>; a 2025-11-25 tasks/get, an
+// error and a task still working hand nothing out; and no result is
+// derived at the end for a task nobody fetched.
+func TestLedgerFromWireReadsTasks(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "s1", false, wire.Message{ID: "1", Response: true, Protocol: "2025-11-25"})
+	w.at(1).post("s1", toolsCall("2", "charge", `{"order_id":"pay-1","amount_cents":1}`)).answer(200, "", true)
+	w.event("1", wire.Message{ID: "2", Response: true, TaskID: "t1", TaskStatus: "working"})
+	w.at(2).post("s1", wire.Message{ID: "3", Method: "tasks/get", TaskID: "t1"}).
+		answer(200, "", false, wire.Message{ID: "3", Response: true, TaskID: "t1", TaskStatus: "completed"})
+	w.at(3).post("s1", wire.Message{ID: "4", Method: "tasks/result", TaskID: "t1"}).
+		answer(200, "", false, wire.Message{ID: "4", Response: true, TaskID: "t1"})
+	w.at(4).post("s1", toolsCall("5", "charge", `{"order_id":"pay-2","amount_cents":1}`)).
+		answer(200, "", false, wire.Message{ID: "5", Response: true, TaskID: "t2", TaskStatus: "working"})
+	w.at(5).post("s1", wire.Message{ID: "6", Method: "tasks/result", TaskID: "t2"}).
+		answer(200, "", false, wire.Message{ID: "6", Response: true, IsError: true, ErrorCode: -32602, ErrorMessage: "Failed to retrieve task: task not found"})
+	w.at(6).postModern(toolsCall("c1-7", "charge", `{"order_id":"pay-3","amount_cents":1}`)).
+		answer(200, "", false, wire.Message{ID: "c1-7", Response: true, ResultType: "task", TaskID: "t3", TaskStatus: "working"})
+	w.at(7).postModern(wire.Message{ID: "c1-8", Method: "tasks/get", TaskID: "t3"}).
+		answer(200, "", false, wire.Message{ID: "c1-8", Response: true, ResultType: "complete", TaskID: "t3", TaskStatus: "working"})
+	w.at(8).postModern(wire.Message{ID: "c1-9", Method: "tasks/get", TaskID: "t3"}).
+		answer(200, "", false, wire.Message{ID: "c1-9", Response: true, ResultType: "complete", TaskID: "t3", TaskStatus: "completed"})
+
+	led := ledgerFromWire(w.recs, nil, nil)
+	written := map[string]string{}
+	started := map[string]string{}
+	for _, r := range led {
+		switch r.Kind {
+		case sideeffects.KindResultWritten:
+			written[r.RequestID] = r.Stream
+		case sideeffects.KindCallStarted:
+			started[r.RequestID] = r.Stream
+		}
+	}
+	assert.Equal(t, map[string]string{"2": "task:t1", "5": "task:t2", "c1-7": "task:t3"}, started)
+	assert.Equal(t, map[string]string{"2": "task:t1", "c1-7": "task:t3"}, written, "one hand-out each of t1 and t3, none of the lost t2")
+	acc := Account(led, nil, nil)
+	assert.Equal(t, map[string]int{"task:t1": 1, "task:t2": 0, "task:t3": 1}, acc.TaskFetches)
+}

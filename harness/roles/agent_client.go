@@ -78,7 +78,7 @@ func newClientAgentCmd() *cobra.Command {
 	fl.StringVar(&f.opts.Cursor, "cursor", "memory", "cursor store: memory or file")
 	fl.StringVar(&f.opts.CursorDir, "cursor-dir", "cursors", "folder of the file cursors")
 	fl.StringVar(&f.opts.Protocol, "protocol", mcpwire.LatestVersion, "protocol version to ask for")
-	fl.StringVar(&f.opts.Tasks, "tasks", "off", "2026-07-28 tasks extension: off, or extension (the resumable client declares it and polls its tasks)")
+	fl.StringVar(&f.opts.Tasks, "tasks", "off", "tasks: off, extension (2026-07-28: the resumable client declares it and polls its tasks) or legacy (2025-11-25: it calls tools as tasks where the server offers them)")
 	fl.DurationVar(&f.opts.Backoff.Initial, "backoff-initial", time.Second, "first reconnect delay")
 	fl.DurationVar(&f.opts.Backoff.Max, "backoff-max", 30*time.Second, "largest reconnect delay")
 	fl.IntVar(&f.opts.Backoff.Retries, "backoff-retries", 8, "reconnect attempts before giving up")

@@ -118,7 +118,7 @@ func newServerAgentCmd() *cobra.Command {
 	fl.DurationVar(&f.cfg.Keepalive, "keepalive", 0, "SSE comment interval; 0 = none")
 	fl.DurationVar(&f.cfg.Retry, "retry", 0, "retry field of 2025-11-25 streams and of the shutdown hint; 0 = 1s")
 	fl.DurationVar(&f.cfg.DefaultChargeDuration, "charge-duration", time.Second, "charge duration when a call gives none")
-	fl.StringVar(&f.cfg.Tasks, "tasks", server.TasksOff, "2026-07-28 tasks extension: off or extension")
+	fl.StringVar(&f.cfg.Tasks, "tasks", server.TasksOff, "tasks: off, extension (2026-07-28) or legacy (the experimental tasks of 2025-11-25; also mcp-go)")
 	fl.StringVar(&f.cfg.TaskStore, "task-store", server.EventStoreMemory, "task store: memory, file (survives a restart) or redis (shared by replicas)")
 	fl.StringVar(&f.cfg.TaskStorePath, "task-store-path", "tasks.log", "the file task store's journal")
 	fl.DurationVar(&f.cfg.TaskTTL, "task-ttl", server.DefaultTaskTTL, "how long a task is kept from its creation (ttlMs)")
@@ -164,7 +164,7 @@ func (f *serverFlags) build(clock runclock.Clock, stderr io.Writer) (serverTarge
 		return newHandlerServer(srv.Handler(), srv.Close), nil
 	case mcpgo.Target:
 		srv, err := mcpgo.NewServer(mcpgo.ServerConfig{RetentionEvents: f.cfg.RetentionEvents, SessionTTL: f.cfg.SessionTTL,
-			DefaultChargeDuration: f.cfg.DefaultChargeDuration, Recorder: f.recorder(), Clock: clock, Logger: f.logger(stderr, "server")})
+			DefaultChargeDuration: f.cfg.DefaultChargeDuration, Tasks: f.cfg.Tasks, Recorder: f.recorder(), Clock: clock, Logger: f.logger(stderr, "server")})
 		if err != nil {
 			return nil, exitcode.With(exitcode.Invalid, err)
 		}

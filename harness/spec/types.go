@@ -45,7 +45,7 @@ type Server struct {
 	Keepalive       dur.Duration `yaml:"keepalive"`          // SSE comment interval; 0 = none
 	Retry           dur.Duration `yaml:"retry"`              // retry field of 2025-11-25 streams; 0 = 1s
 	OnCancel        string       `yaml:"on_cancel"`          // stop (default) | ignore | commit_then_notice
-	Tasks           string       `yaml:"tasks"`              // off (default) | extension (2026-07-28)
+	Tasks           string       `yaml:"tasks"`              // off (default) | extension (2026-07-28) | legacy (2025-11-25; reference, mcp-go)
 	TaskStore       string       `yaml:"task_store"`         // memory (default) | file | redis
 	TaskTTL         dur.Duration `yaml:"task_ttl"`           // default 1h
 	TaskPoll        dur.Duration `yaml:"task_poll_interval"` // default 5s
@@ -79,7 +79,7 @@ type Client struct {
 	Command     []string     `yaml:"command"`      // target: command: your client and its arguments
 	Cursor      string       `yaml:"cursor"`       // memory (default) | file
 	Protocol    string       `yaml:"protocol"`     // default 2025-11-25
-	Tasks       string       `yaml:"tasks"`        // off (default) | extension (2026-07-28, resumable)
+	Tasks       string       `yaml:"tasks"`        // off (default) | extension (2026-07-28) | legacy (2025-11-25); resumable only
 	Backoff     Backoff      `yaml:"backoff"`      // default {1s, 30s, 8}
 	ReadTimeout dur.Duration `yaml:"read_timeout"` // 0 = wait forever on a silent stream
 }

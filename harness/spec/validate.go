@@ -137,6 +137,14 @@ func (x *Experiment) validateServer(bad badFunc, oneOf oneOfFunc) {
 	}
 	oneOf("server.on_cancel", s.OnCancel, tools.OnCancelModes)
 	oneOf("server.tasks", s.Tasks, TaskModes)
+	if _, set := x.nodes["server.tasks"]; set && s.Target != targets.Reference {
+		switch {
+		case !slices.Contains(legacyTaskServers, s.Target):
+			bad("server.tasks", "only the reference and mcp-go servers run tasks (server.target is %s)", s.Target)
+		case s.Tasks == "extension":
+			bad("server.tasks", "the %s server runs only the 2025-11-25 tasks: use legacy", s.Target)
+		}
+	}
 	oneOf("server.task_store", s.TaskStore, EventStores)
 	if s.RetentionEvents < 0 {
 		bad("server.retention_events", "must be 0 (unbounded) or more, got %d", s.RetentionEvents)
@@ -189,11 +197,15 @@ var sdkKnobs = []string{"retention_events", "session_ttl"}
 // referenceOnly are the server knobs only the reference server implements;
 // the SDK servers take retention_events and session_ttl.
 var referenceOnly = []string{"retention_age", "on_unresumable", "event_store", "keepalive", "retry", "on_cancel",
-	"tasks", "task_store", "task_ttl", "task_poll_interval"}
+	"task_store", "task_ttl", "task_poll_interval"}
 
-// TaskModes are the tasks values: off, or the 2026-07-28 extension. The
-// experimental tasks of 2025-11-25 (legacy) are not built.
-var TaskModes = []string{"off", "extension"}
+// TaskModes are the tasks values: off, the 2026-07-28 extension, or the
+// experimental tasks of 2025-11-25 (legacy).
+var TaskModes = []string{"off", "extension", "legacy"}
+
+// legacyTaskServers are the server targets with the 2025-11-25 tasks:
+// the reference server and mcp-go's.
+var legacyTaskServers = []string{targets.Reference, targets.MCPGo}
 
 // sdkClients take only backoff.retries of the client knobs: the SDKs keep
 // their delays and cursors to themselves.
@@ -247,13 +259,19 @@ func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
 	if c.Tasks == "extension" && (!mcpwire.ModernVersion(c.Protocol) || c.Target != targets.Resumable) {
 		bad("client.tasks", "the tasks extension is spoken by the resumable client at 2026-07-28 (client.target is %s, client.protocol %s)", c.Target, c.Protocol)
 	}
+	if c.Tasks == "legacy" && (c.Protocol != mcpwire.Version20251125 || c.Target != targets.Resumable) {
+		bad("client.tasks", "the 2025-11-25 tasks are spoken by the resumable client at 2025-11-25 (client.target is %s, client.protocol %s)", c.Target, c.Protocol)
+	}
 	for i, f := range x.Faults {
-		if f.Kind == faults.KindDropTasks && x.Server.Tasks != "extension" {
-			bad(fmt.Sprintf("faults[%d].kind", i), "drop_tasks needs a task store: set server.tasks: extension")
+		if f.Kind == faults.KindDropTasks && (x.Server.Tasks == "off" || x.Server.Target != targets.Reference) {
+			bad(fmt.Sprintf("faults[%d].kind", i), "drop_tasks needs the reference server's task store: set server.tasks: extension or legacy")
 		}
 	}
 	if x.Server.Tasks == "extension" && !mcpwire.ModernVersion(c.Protocol) {
 		bad("server.tasks", "the tasks extension is a 2026-07-28 one, and client.protocol is %s", c.Protocol)
+	}
+	if x.Server.Tasks == "legacy" && c.Protocol != mcpwire.Version20251125 {
+		bad("server.tasks", "the legacy tasks are those of 2025-11-25, and client.protocol is %s", c.Protocol)
 	}
 	if c.Target == targets.GoSDK || c.Target == targets.MCPGo {
 		for _, knob := range sdkClientOnly {

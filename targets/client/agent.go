@@ -23,6 +23,17 @@ const (
 	TargetResumable = targets.Resumable
 )
 
+// Task modes (workload.Options.Tasks), spoken by the resumable client.
+const (
+	// TasksExtension is the io.modelcontextprotocol/tasks extension at
+	// 2026-07-28.
+	TasksExtension = "extension"
+	// TasksLegacy is the experimental tasks of 2025-11-25: used on a
+	// session whose server declares tasks.requests.tools.call, for a tool
+	// whose execution.taskSupport is optional or required.
+	TasksLegacy = "legacy"
+)
+
 // defaultBackoff is used when Options.Backoff is entirely zero.
 func defaultBackoff() workload.Backoff {
 	return workload.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Retries: 8}
@@ -85,7 +96,8 @@ func newAgent(target string, opts workload.Options, c workload.Client) (*agent, 
 	h.Write([]byte(c.ID))
 	cn := newConn(opts.Endpoint, opts.ReadTimeout)
 	cn.modern, cn.client = mcpwire.ModernVersion(opts.Protocol), c.ID
-	cn.tasks = cn.modern && opts.Tasks == "extension" && target == TargetResumable
+	cn.tasks = cn.modern && opts.Tasks == TasksExtension && target == TargetResumable
+	cn.legacyTasks = !cn.modern && opts.Tasks == TasksLegacy && target == TargetResumable
 	return &agent{
 		target: target, opts: opts, client: c,
 		conn:   cn,
@@ -146,6 +158,14 @@ func (a *agent) openSession(ctx context.Context) error {
 	if err := a.conn.initialize(ctx, a.takeID(), a.client.ID, a.opts.Protocol); err != nil {
 		return fmt.Errorf("client %s: %w", a.client.ID, err)
 	}
+	if a.conn.runsTasks {
+		tt, err := a.conn.listTaskTools(ctx, a.takeID())
+		if err != nil {
+			a.conn.drop()
+			return fmt.Errorf("client %s: %w", a.client.ID, err)
+		}
+		a.conn.taskTools = tt
+	}
 	a.record(history.Record{Kind: history.KindSessionNew, Session: a.conn.session, Protocol: a.conn.protocol})
 	return nil
 }
@@ -168,7 +188,11 @@ func (a *agent) newStream(call workload.Call, attempt int) (*stream, error) {
 	}
 	n := a.takeID()
 	id := a.requestID(n)
-	params, err := json.Marshal(mcpwire.CallParams{Name: call.Tool, Arguments: args, Meta: a.conn.meta(json.RawMessage(id))})
+	cp := mcpwire.CallParams{Name: call.Tool, Arguments: args, Meta: a.conn.meta(json.RawMessage(id))}
+	if a.conn.taskTool(call.Tool) {
+		cp.Task = &mcpwire.TaskParams{}
+	}
+	params, err := json.Marshal(cp)
 	if err != nil {
 		return nil, fmt.Errorf("client %s: call %s: %w", a.client.ID, call.ID, err)
 	}

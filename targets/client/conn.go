@@ -37,7 +37,17 @@ type conn struct {
 	modern bool
 	client string
 	tasks  bool // declare the tasks extension (2026-07-28)
+	// legacyTasks asks for the 2025-11-25 tasks; taskTools are the tools
+	// this session's server runs as tasks (it declared the capability
+	// and lists them with execution.taskSupport optional or required).
+	legacyTasks bool
+	runsTasks   bool // the session's server declared tasks.requests.tools.call
+	taskTools   map[string]bool
 }
+
+// taskTool reports whether a call of tool is to be made as a 2025-11-25
+// task on this session.
+func (c *conn) taskTool(tool string) bool { return c.legacyTasks && c.taskTools[tool] }
 
 // adopt takes over a session opened earlier (by a previous run of the
 // client).
@@ -50,7 +60,7 @@ func (c *conn) drop() {
 	if c.modern {
 		return
 	}
-	c.live, c.session, c.protocol = false, "", ""
+	c.live, c.session, c.protocol, c.runsTasks, c.taskTools = false, "", "", false, nil
 }
 
 // newConn builds a connection with its own transport. Keep-alives are off:
@@ -288,8 +298,66 @@ func (c *conn) initialize(ctx context.Context, id int64, client, version string)
 		c.drop()
 		return err
 	}
-	c.live = true
+	c.live, c.runsTasks = true, c.legacyTasks && serverRunsToolTasks(ir.Capabilities)
 	return nil
+}
+
+// serverRunsToolTasks reports whether initialize's capabilities declare
+// tasks.requests.tools.call (2025-11-25).
+func serverRunsToolTasks(caps json.RawMessage) bool {
+	var cp struct {
+		Tasks *struct {
+			Requests struct {
+				Tools struct {
+					Call json.RawMessage `json:"call"`
+				} `json:"tools"`
+			} `json:"requests"`
+		} `json:"tasks"`
+	}
+	return json.Unmarshal(caps, &cp) == nil && cp.Tasks != nil && len(cp.Tasks.Requests.Tools.Call) > 0
+}
+
+// listTaskTools asks tools/list which tools may run as tasks: those with
+// execution.taskSupport optional or required. One page is read: the
+// targets list two tools.
+func (c *conn) listTaskTools(ctx context.Context, id int64) (map[string]bool, error) {
+	req, err := mcpwire.NewRequest(id, mcpwire.MethodToolsList, nil)
+	if err != nil {
+		return nil, fmt.Errorf("tools/list: %w", err)
+	}
+	x, err := c.post(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("tools/list: %w", err)
+	}
+	defer x.close()
+	if err := okStatus(x.resp); err != nil {
+		return nil, fmt.Errorf("tools/list: %w", err)
+	}
+	res, err := readResponse(ctx, x, req.ID)
+	if err == nil && res.Error != nil {
+		err = res.Error
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tools/list: %w", err)
+	}
+	var l struct {
+		Tools []struct {
+			Name      string `json:"name"`
+			Execution *struct {
+				TaskSupport string `json:"taskSupport"`
+			} `json:"execution"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(res.Result, &l); err != nil {
+		return nil, fmt.Errorf("tools/list: result: %w", err)
+	}
+	out := map[string]bool{}
+	for _, t := range l.Tools {
+		if t.Execution != nil && (t.Execution.TaskSupport == mcpwire.TaskSupportOptional || t.Execution.TaskSupport == mcpwire.TaskSupportRequired) {
+			out[t.Name] = true
+		}
+	}
+	return out, nil
 }
 
 func (c *conn) initialized(ctx context.Context) error {

@@ -23,6 +23,10 @@ type Cursor struct {
 	NextRequestID int64       `json:"next_request_id"`
 	Done          []Completed `json:"done,omitempty"`
 	InFlight      *InFlight   `json:"in_flight,omitempty"`
+	// TaskTools are the tools the session's server runs as 2025-11-25
+	// tasks, so that a restarted client adopting the session goes on
+	// calling them as tasks.
+	TaskTools []string `json:"task_tools,omitempty"`
 }
 
 // Completed is a call whose outcome is settled.
@@ -42,6 +46,11 @@ type InFlight struct {
 	// tasks extension), persisted before it is polled so that a restarted
 	// client polls it again instead of calling again.
 	TaskID string `json:"task_id,omitempty"`
+	// TaskSession is the session the call was made on (2025-11-25 tasks),
+	// which the call's records keep naming when a poll has to open a new
+	// one; TaskLegacy says the task is a 2025-11-25 one.
+	TaskSession string `json:"task_session,omitempty"`
+	TaskLegacy  bool   `json:"task_legacy,omitempty"`
 }
 
 // Completed reports the recorded outcome of a call, if it has one.
@@ -57,6 +66,7 @@ func (c *Cursor) Completed(call string) (history.Kind, bool) {
 func (c *Cursor) clone() Cursor {
 	out := *c
 	out.Done = append([]Completed(nil), c.Done...)
+	out.TaskTools = append([]string(nil), c.TaskTools...)
 	if c.InFlight != nil {
 		f := *c.InFlight
 		out.InFlight = &f

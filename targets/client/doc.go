@@ -69,6 +69,24 @@
 // is unknown, never issued again, because a cancelled call may have
 // committed before it noticed.
 //
+// # Tasks
+//
+// With Options.Tasks the resumable client follows tasks: "extension" at
+// 2026-07-28 (it declares io.modelcontextprotocol/tasks and polls tasks/get,
+// whose answer carries the result), "legacy" at 2025-11-25 (a tool is
+// called with params.task when the session's initialize declared
+// tasks.requests.tools.call and tools/list gives the tool
+// execution.taskSupport optional or required; it polls tasks/get at the
+// server's pollInterval, or its backoff's initial delay when there is
+// none, and fetches the result once by tasks/result when the task is
+// terminal). The task id, and at 2025-11-25 the call's session and the
+// tools run as tasks, are saved in the cursor before the first poll, so a
+// restarted client polls the same task. A broken or refused poll is
+// repeated after the backoff; at 2025-11-25 a 404 opens a new session to
+// poll from. A task the server no longer knows (-32602), one cancelled,
+// or one failed without a tool result is an unknown outcome: the call is
+// never issued again.
+//
 // # Cursor
 //
 // The resumable client keeps a [Cursor]: its session, the completed calls

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/history"
@@ -92,6 +94,12 @@ func (r *resumable) start() {
 	r.nextID = max(r.cur.NextRequestID, 1)
 	if r.cur.Session != "" {
 		r.conn.adopt(r.cur.Session, r.cur.Protocol)
+		if r.conn.legacyTasks && len(r.cur.TaskTools) > 0 {
+			r.conn.taskTools = map[string]bool{}
+			for _, t := range r.cur.TaskTools {
+				r.conn.taskTools[t] = true
+			}
+		}
 	}
 }
 
@@ -116,11 +124,14 @@ func (r *resumable) recoverInFlight(ctx context.Context) error {
 	}
 	s := &stream{call: call, session: r.cur.Session, requestID: fl.RequestID, attempt: fl.Attempt, lastID: fl.LastEventID}
 	s.persist = r.persister()
-	if fl.TaskID != "" && r.modern() {
+	if fl.TaskSession != "" {
+		s.session = fl.TaskSession // the call's session, whichever the client holds now
+	}
+	if fl.TaskID != "" && (r.modern() || fl.TaskLegacy) {
 		if err := r.ensureSession(ctx); err != nil {
 			return r.halt(ctx, s, err)
 		}
-		return r.pollTask(ctx, s, &taskHandle{id: fl.TaskID})
+		return r.pollTask(ctx, s, &taskHandle{id: fl.TaskID, legacy: fl.TaskLegacy})
 	}
 	if fl.LastEventID == "" || !r.conn.live {
 		return r.settle(s, unknownOutcome("restarted with no event id persisted for the call's stream"))
@@ -192,6 +203,7 @@ func (r *resumable) ensureSession(ctx context.Context) error {
 		}
 	}
 	r.cur.Session, r.cur.Protocol = r.conn.session, r.conn.protocol
+	r.cur.TaskTools = slices.Sorted(maps.Keys(r.conn.taskTools))
 	return r.save()
 }
 

@@ -52,6 +52,9 @@ type outcome struct {
 type taskHandle struct {
 	id   string
 	poll time.Duration
+	// legacy marks a 2025-11-25 task: polled by tasks/get, its result
+	// fetched by tasks/result.
+	legacy bool
 }
 
 func unknownOutcome(reason string) *outcome {
@@ -181,12 +184,18 @@ func resultOf(m mcpwire.Message, eventID string) *outcome {
 		return &outcome{kind: history.KindFail, eventID: eventID, reason: m.Error.Error(), read: true}
 	}
 	var rt struct {
-		ResultType     string `json:"resultType"`
-		TaskID         string `json:"taskId"`
-		PollIntervalMs int64  `json:"pollIntervalMs"`
+		ResultType     string        `json:"resultType"`
+		TaskID         string        `json:"taskId"`
+		PollIntervalMs int64         `json:"pollIntervalMs"`
+		Task           *mcpwire.Task `json:"task"`
 	}
-	if json.Unmarshal(m.Result, &rt) == nil && rt.ResultType == mcpwire.ResultTask && rt.TaskID != "" {
-		return &outcome{task: &taskHandle{id: rt.TaskID, poll: time.Duration(rt.PollIntervalMs) * time.Millisecond}}
+	if json.Unmarshal(m.Result, &rt) == nil {
+		switch {
+		case rt.ResultType == mcpwire.ResultTask && rt.TaskID != "":
+			return &outcome{task: &taskHandle{id: rt.TaskID, poll: time.Duration(rt.PollIntervalMs) * time.Millisecond}}
+		case rt.Task != nil && rt.Task.TaskID != "": // a 2025-11-25 CreateTaskResult
+			return &outcome{task: &taskHandle{id: rt.Task.TaskID, poll: time.Duration(rt.Task.PollInterval) * time.Millisecond, legacy: true}}
+		}
 	}
 	var r mcpwire.CallResult
 	if err := json.Unmarshal(m.Result, &r); err != nil {

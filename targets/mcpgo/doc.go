@@ -52,13 +52,33 @@
 //     SessionTTL is WithSessionIdleTTL; the sweeper runs every
 //     max(TTL/2, 1 s), so expiry can come that much late.
 //   - The server never answers 5xx by itself, except 500 for a failing store.
+//   - Tasks (ServerConfig.Tasks "legacy": WithTaskCapabilities(list,
+//     cancel, tools/call), every tool execution.taskSupport optional): the
+//     SDK's own 2025-11-25 tasks. A tools/call with params.task answers a
+//     CreateTaskResult at once, with the ttl the client asked for (null,
+//     unlimited, when it asked for none) and no pollInterval, so a client
+//     polls at its own pace. tasks/get carries no result; tasks/result
+//     blocks until the task is terminal and hands the result out (with the
+//     related-task _meta) as often as asked. Tasks are bound to the session
+//     that made them: another session, a re-initialized client's included,
+//     gets -32602 "task not found". The store is the process's memory: a
+//     restarted server knows no task ("task not found"). A ttl deletes the
+//     task when it runs out, running or not ("task has expired", for five
+//     minutes, then "task not found"), and cancels its handler's context.
+//     tasks/cancel turns a working task cancelled at once and cancels the
+//     handler's context (the adapter's tools run on regardless, so a
+//     cancelled charge still charges), refuses a terminal one with -32602;
+//     tasks/result of a cancelled task is an empty, successful result.
+//     notifications/tasks/status goes to every session.
 //
 // Ledger lifecycle: session_opened from the AfterInitialize hook,
 // session_closed from OnUnregisterSession ("deleted" after a DELETE,
 // "expired" after /control/expire or the sweeper, "shutdown" after Close).
 // A listening session opened by a GET without initialize is not recorded.
 // Tools cannot see event ids (event_id 0) nor whether a result reached a
-// stream: result_written means handed to the SDK. The JSON-RPC request id
+// stream: result_written means handed to the SDK, and for a task the
+// result handed out by tasks/result (the AfterTaskResult hook), on stream
+// task:<id>, the task's id reaching the tool from the OnTaskCreated hook. The JSON-RPC request id
 // reaches the tool through sdkserver.Front. /control/expire goes through the
 // SDK's own DELETE handling; /control/terminate answers 501: mcp-go sends
 // no close event.

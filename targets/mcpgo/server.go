@@ -47,10 +47,14 @@ type ServerConfig struct {
 	// expiry comes up to that much late. 0 = never.
 	SessionTTL            time.Duration
 	DefaultChargeDuration time.Duration
-	Recorder              sideeffects.Recorder // nil = sideeffects.NewMemory()
-	Source                string               // Record.Source, default "mcp-go"
-	Clock                 runclock.Clock
-	Logger                *slog.Logger
+	// Tasks is "off" (or "") or "legacy": the SDK's own 2025-11-25 tasks
+	// (WithTaskCapabilities: list, cancel, tools/call), with every tool
+	// listed execution.taskSupport optional.
+	Tasks    string
+	Recorder sideeffects.Recorder // nil = sideeffects.NewMemory()
+	Source   string               // Record.Source, default "mcp-go"
+	Clock    runclock.Clock
+	Logger   *slog.Logger
 }
 
 // Server is mcp-go's StreamableHTTPServer, stateful and with an event
@@ -62,12 +66,34 @@ type Server struct {
 	handler http.Handler
 	once    sync.Once
 	err     error
+	// taskOf maps a tools/call (session, request id) to the task the SDK
+	// made of it, from the OnTaskCreated hook, for the tool to name.
+	taskOf sync.Map
 }
+
+// TasksLegacy is ServerConfig.Tasks for the SDK's 2025-11-25 tasks.
+const TasksLegacy = "legacy"
+
+// callKey names one tools/call: its session and JSON-RPC id.
+type callKey struct{ session, requestID string }
+
+// requestIDKey carries the tools/call's request id (sdkserver.Front's
+// header) into the SDK's request context, where the OnTaskCreated hook
+// reads it.
+type requestIDKey struct{}
 
 // NewServer builds the server; it serves once [Server.Handler] is mounted.
 func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.RetentionEvents < 0 || cfg.SessionTTL < 0 || cfg.DefaultChargeDuration < 0 {
 		return nil, errors.New("mcp-go server: retention, session TTL and charge duration must not be negative")
+	}
+	tasks := false
+	switch cfg.Tasks {
+	case "", "off":
+	case TasksLegacy:
+		tasks = true
+	default:
+		return nil, fmt.Errorf("mcp-go server: tasks must be off or legacy, got %q", cfg.Tasks)
 	}
 	if cfg.Source == "" {
 		cfg.Source = Target
@@ -80,10 +106,17 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: log,
 		DefaultChargeDuration: cfg.DefaultChargeDuration,
 	})}
-	s.sdk = server.NewMCPServer("chaosrun-"+Target, SDKVersion,
-		server.WithHooks(s.hooks()), server.WithToolCapabilities(false))
+	sopts := []server.ServerOption{server.WithHooks(s.hooks(tasks)), server.WithToolCapabilities(false)}
+	if tasks {
+		sopts = append(sopts, server.WithTaskCapabilities(true, true, true), server.WithTaskHooks(s.taskHooks()))
+	}
+	s.sdk = server.NewMCPServer("chaosrun-"+Target, SDKVersion, sopts...)
 	for _, d := range tools.Definitions() {
-		s.sdk.AddTool(mcp.NewToolWithRawSchema(d.Name, d.Description, d.InputSchema), s.call)
+		tool := mcp.NewToolWithRawSchema(d.Name, d.Description, d.InputSchema)
+		if tasks {
+			tool.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+		}
+		s.sdk.AddTool(tool, s.call)
 	}
 
 	var store server.EventStore = server.NewInMemoryEventStore()
@@ -92,6 +125,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	opts := []server.StreamableHTTPOption{
 		server.WithStateful(true), server.WithEventStore(store), server.WithStreamableHTTPLogger(log),
+		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+			return context.WithValue(ctx, requestIDKey{}, r.Header.Get(sdkserver.RequestIDHeader))
+		}),
 	}
 	if cfg.SessionTTL > 0 {
 		opts = append(opts, server.WithSessionIdleTTL(cfg.SessionTTL))
@@ -109,9 +145,17 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 
 // hooks record session_opened after a successful initialize and
 // session_closed when the SDK unregisters the session (DELETE, the idle
-// sweeper, shutdown).
-func (s *Server) hooks() *server.Hooks {
+// sweeper, shutdown); with tasks, result_written when tasks/result hands a
+// task's result out.
+func (s *Server) hooks(tasks bool) *server.Hooks {
 	h := &server.Hooks{}
+	if tasks {
+		h.AddAfterTaskResult(func(_ context.Context, _ any, req *mcp.TaskResultRequest, res *mcp.TaskResultResult) {
+			if req != nil && res != nil {
+				s.host.TaskResultFetched(req.Params.TaskId, res.IsError)
+			}
+		})
+	}
 	h.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		if sess := server.ClientSessionFromContext(ctx); sess != nil && sess.SessionID() != "" {
 			s.host.SessionOpened(sess.SessionID(), req.Params.ClientInfo.Name, res.ProtocolVersion)
@@ -121,6 +165,17 @@ func (s *Server) hooks() *server.Hooks {
 		s.host.SessionClosed(sess.SessionID(), "expired")
 	})
 	return h
+}
+
+// taskHooks note which task the SDK made of a tools/call: the hook runs
+// before the SDK starts the tool, in the tools/call's context.
+func (s *Server) taskHooks() *server.TaskHooks {
+	th := &server.TaskHooks{}
+	th.AddOnTaskCreated(func(ctx context.Context, m server.TaskMetrics) {
+		id, _ := ctx.Value(requestIDKey{}).(string)
+		s.taskOf.Store(callKey{session: m.SessionID, requestID: id}, m.TaskID)
+	})
+	return th
 }
 
 // Handler serves MCP at /mcp and the control endpoints under /control/.
@@ -179,10 +234,15 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func request(ctx context.Context, req mcp.CallToolRequest) sdkserver.Request {
+func (s *Server) request(ctx context.Context, req mcp.CallToolRequest) sdkserver.Request {
 	r := sdkserver.Request{RequestID: req.Header.Get(sdkserver.RequestIDHeader)}
 	if sess := server.ClientSessionFromContext(ctx); sess != nil {
 		r.Session = sess.SessionID()
+	}
+	if req.Params.Task != nil {
+		if id, ok := s.taskOf.LoadAndDelete(callKey{session: r.Session, requestID: r.RequestID}); ok {
+			r.Task = id.(string)
+		}
 	}
 	return r
 }
@@ -202,7 +262,7 @@ func arguments(req mcp.CallToolRequest) json.RawMessage {
 // blocking: a full channel refuses it). A call that asked for no progress
 // token gets its request id as the token.
 func (s *Server) call(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	r := request(ctx, req)
+	r := s.request(ctx, req)
 	var token any = r.RequestID
 	if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 		token = req.Params.Meta.ProgressToken

@@ -29,7 +29,9 @@ type ChattyArgs struct {
 type CallParams struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Meta      *RequestMeta    `json:"_meta,omitempty"`
+	// Task asks for the call to run as a task (2025-11-25).
+	Task *TaskParams  `json:"task,omitempty"`
+	Meta *RequestMeta `json:"_meta,omitempty"`
 }
 
 // RequestMeta carries the progress token of a request and, at 2026-07-28,

@@ -38,6 +38,8 @@ type Config struct {
 type Request struct {
 	Session   string
 	RequestID string
+	// Task is the task the SDK runs the call as (2025-11-25 tasks), or "".
+	Task string
 }
 
 // Host runs the tool core (package targets/tools) inside an SDK server and
@@ -56,6 +58,7 @@ type Host struct {
 	sessions map[string]string // open session -> client name
 	closing  map[string]string // session -> reason noted before it closed
 	closed   map[string]bool
+	tasks    map[string]tools.Call // task id -> the call it runs
 }
 
 // NewHost returns a host writing to cfg.Recorder, with idempotency keys
@@ -74,6 +77,7 @@ func NewHost(cfg Config) *Host {
 		ledger:   tools.Ledger{Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: cfg.Logger},
 		log:      cfg.Logger,
 		sessions: map[string]string{}, closing: map[string]string{}, closed: map[string]bool{},
+		tasks: map[string]tools.Call{},
 	}
 	h.tools = tools.NewRunner(tools.Config{Ledger: h.ledger, DefaultChargeDuration: cfg.DefaultChargeDuration})
 	h.life, h.stop = context.WithCancel(context.Background())
@@ -169,12 +173,20 @@ func (h *Host) clientOf(session string) string {
 // ended meanwhile (a dropped connection, for some SDKs), since disconnect
 // is not cancel. An SDK shows a tool no event ids and no delivery, so the
 // result is recorded as written (on no stream known, event id 0) when it
-// is handed back to the SDK. emit may be nil for charge.
+// is handed back to the SDK; a call run as a task (req.Task) names the
+// task as its records' stream, and its result is recorded when the SDK
+// hands it out ([Host.TaskResultFetched]), not when the SDK stores it.
+// emit may be nil for charge.
 func (h *Host) Call(ctx context.Context, req Request, tool string, args json.RawMessage, emit tools.Emit) tools.Outcome {
 	h.inflight.Add(1)
 	defer h.inflight.Add(-1)
 	c := tools.Call{Tool: tool, OrderID: tools.OrderID(args), Session: req.Session,
-		Client: h.clientOf(req.Session), RequestID: req.RequestID}
+		Client: h.clientOf(req.Session), RequestID: req.RequestID, Task: req.Task}
+	if c.Task != "" {
+		h.mu.Lock()
+		h.tasks[c.Task] = c
+		h.mu.Unlock()
+	}
 	out := h.tools.Run(h.life, c, args, emit)
 	if out.Interrupted {
 		out = tools.Failure(reasonShutdown, errShutdown)
@@ -182,9 +194,23 @@ func (h *Host) Call(ctx context.Context, req Request, tool string, args json.Raw
 	if err := ctx.Err(); err != nil {
 		out.Detail = "request context ended during the call: " + err.Error()
 	}
-	h.record(c.ResultWritten("", 0, out.IsError))
+	if c.Task == "" {
+		h.record(c.ResultWritten("", 0, out.IsError))
+	}
 	h.record(c.Finished(out))
 	return out
+}
+
+// TaskResultFetched records that the SDK is handing out the result of the
+// call task runs (tasks/result), as written on stream task:<id>; a task
+// no call of this host ran records nothing.
+func (h *Host) TaskResultFetched(task string, isError bool) {
+	h.mu.Lock()
+	c, ok := h.tasks[task]
+	h.mu.Unlock()
+	if ok {
+		h.record(c.ResultWritten("task:"+task, 0, isError))
+	}
 }
 
 // Emit adapts an SDK's way of sending progress notification seq of total

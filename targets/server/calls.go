@@ -16,21 +16,38 @@ import (
 func (s *Server) start(c *call) {
 	switch c.method {
 	case mcpwire.MethodInitialize:
+		caps := json.RawMessage(`{"tools":{}}`)
+		if s.legacyTasks(c.sess) {
+			caps = json.RawMessage(`{"tools":{},"tasks":` + mcpwire.ServerTasksCapability + `}`)
+		}
 		s.answer(c, mcpwire.InitializeResult{
 			ProtocolVersion: c.sess.version,
-			Capabilities:    json.RawMessage(`{"tools":{}}`),
+			Capabilities:    caps,
 			ServerInfo:      serverInfo,
 		})
 	case mcpwire.MethodPing:
 		s.answer(c, struct{}{})
 	case mcpwire.MethodToolsList:
-		s.answer(c, toolList)
-	case mcpwire.MethodToolsCall:
-		if c.tool == "" {
-			s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeInvalidParams, "unknown tool or malformed tools/call params"), false)
+		if s.legacyTasks(c.sess) {
+			s.answer(c, taskToolList)
 			return
 		}
-		s.launch(c)
+		s.answer(c, toolList)
+	case mcpwire.MethodToolsCall:
+		switch {
+		case c.tool == "":
+			s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeInvalidParams, "unknown tool or malformed tools/call params"), false)
+		case c.task != nil && s.legacyTasks(c.sess):
+			s.createLegacyTask(c)
+		default:
+			s.launch(c)
+		}
+	case mcpwire.MethodTasksGet, mcpwire.MethodTasksResult, mcpwire.MethodTasksList, mcpwire.MethodTasksCancel:
+		if !s.legacyTasks(c.sess) {
+			s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeMethodNotFound, "method not found: "+c.method+" (no tasks on this session)"), false)
+			return
+		}
+		s.serveLegacyTaskMethod(c)
 	default:
 		s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeMethodNotFound, "method not found: "+c.method), false)
 	}
@@ -94,9 +111,9 @@ func (s *Server) respond(c *call, msg mcpwire.Message, isError bool) bool {
 		return s.respondJSON(c, data, isError)
 	}
 	var before func(int64)
-	if c.ran {
+	if lc, stream, ok := c.resultCall(); ok {
 		before = func(id int64) {
-			s.record(c.ledgerCall().ResultWritten(c.stream.String(), id, isError))
+			s.record(lc.ResultWritten(stream, id, isError))
 		}
 	}
 	_, err = c.sess.log.Append(c.stream, data, c.key, before)
@@ -108,20 +125,35 @@ func (s *Server) respondJSON(c *call, data json.RawMessage, isError bool) bool {
 		return s.delivered(c, err, isError)
 	}
 	reason := "connection_closed"
+	lc, stream, ok := c.resultCall()
 	if wt := c.sess.waiter(c.stream); wt != nil {
 		reason = wt.deliver(data, func() {
-			if c.ran {
-				s.record(c.ledgerCall().ResultWritten(c.stream.String(), 0, isError))
+			if ok {
+				s.record(lc.ResultWritten(stream, 0, isError))
 			}
 		})
 	}
 	if reason == "" {
 		return true
 	}
-	if c.ran {
-		s.record(c.ledgerCall().ResultDropped(isError, reason))
+	if ok {
+		s.record(lc.ResultDropped(isError, reason))
 	}
 	return false
+}
+
+// resultCall is the call whose result c's response carries, as the ledger
+// records it, and the stream it is recorded on: the tool's own call, or
+// for tasks/result the task's call on stream task:<id>. ok is false for a
+// response that carries no tool result.
+func (c *call) resultCall() (lc tools.Call, stream string, ok bool) {
+	switch {
+	case c.fetch != nil:
+		return *c.fetch, "task:" + c.fetch.Task, true
+	case c.ran:
+		return c.ledgerCall(), c.stream.String(), true
+	}
+	return tools.Call{}, "", false
 }
 
 // delivered accounts for a failed write of c's response.
@@ -130,8 +162,8 @@ func (s *Server) delivered(c *call, err error, isError bool) bool {
 	case err == nil:
 		return true
 	case errors.Is(err, store.ErrSessionClosed):
-		if c.ran {
-			s.record(c.ledgerCall().ResultDropped(isError, "session_gone"))
+		if lc, _, ok := c.resultCall(); ok {
+			s.record(lc.ResultDropped(isError, "session_gone"))
 		}
 	default:
 		s.log.Warn("response not written", "session", c.sess.id, "request", c.key, "err", err)

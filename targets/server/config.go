@@ -71,9 +71,12 @@ type Config struct {
 	// DefaultChargeDuration is how long charge runs when the call gives no
 	// duration_ms.
 	DefaultChargeDuration time.Duration
-	// Tasks is "off" (default) or "extension": at 2026-07-28 a tools/call
+	// Tasks is "off" (default), "extension": at 2026-07-28 a tools/call
 	// from a client declaring io.modelcontextprotocol/tasks is answered
-	// with a task, polled by tasks/get.
+	// with a task, polled by tasks/get; or "legacy": the experimental
+	// tasks of 2025-11-25, declared in initialize on 2025-11-25 sessions,
+	// a tools/call with params.task answered with a CreateTaskResult,
+	// polled by tasks/get and fetched by tasks/result.
 	Tasks string
 	// TaskStore is "memory" (default), "file" (TaskStorePath, required) or
 	// "redis" (RedisAddr and StoreOwner, required: a task journal the
@@ -81,7 +84,8 @@ type Config struct {
 	TaskStore     string
 	TaskStorePath string
 	// TaskTTL is how long a task is kept from its creation (ttlMs); 0 is
-	// DefaultTaskTTL. TaskPollInterval is the pollIntervalMs suggested; 0
+	// DefaultTaskTTL. A 2025-11-25 client may ask for less (params.task.ttl),
+	// never for more. TaskPollInterval is the pollIntervalMs suggested; 0
 	// is DefaultTaskPollInterval.
 	TaskTTL          time.Duration
 	TaskPollInterval time.Duration
@@ -155,9 +159,9 @@ func (c *Config) validate() error {
 	switch c.Tasks {
 	case "":
 		c.Tasks = TasksOff
-	case TasksOff, TasksExtension:
+	case TasksOff, TasksExtension, TasksLegacy:
 	default:
-		errs = append(errs, fmt.Errorf("tasks: must be off or extension, got %q", c.Tasks))
+		errs = append(errs, fmt.Errorf("tasks: must be off, extension or legacy, got %q", c.Tasks))
 	}
 	switch c.TaskStore {
 	case "":

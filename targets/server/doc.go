@@ -91,8 +91,34 @@
 // expired"). The "memory" task store dies with the process; the "file"
 // store journals every change with fsync before it is visible, and on
 // start fails a task left working with the error interrupted_by_restart
-// (the client must treat it as an unknown outcome). The 2025-11-25
-// experimental tasks are not built.
+// (the client must treat it as an unknown outcome).
+//
+// With Config.Tasks "legacy" (the experimental tasks of 2025-11-25, on
+// 2025-11-25 sessions only; other revisions see no tasks) initialize
+// declares tasks {list, cancel, requests.tools.call} and tools/list gives
+// every tool execution.taskSupport "optional". A tools/call with
+// params.task is answered with a CreateTaskResult ({"task": {taskId,
+// status, createdAt, lastUpdatedAt, ttl, pollInterval}}) once the task is
+// stored; a call without it runs as usual. The ttl is the one asked for,
+// capped at Config.TaskTTL. tasks/get returns the task (no result);
+// tasks/result blocks until the task is terminal and returns the tool's
+// result with _meta io.modelcontextprotocol/related-task, recorded as
+// result_written on stream "task:<id>" for the tools/call (its session and
+// request id) at each hand-out; a task failed without a result answers the
+// JSON-RPC error it ended with (interrupted_by_restart), a cancelled one
+// an error saying so. A tool result with isError fails the task (its
+// result is still what tasks/result returns). tasks/list pages 50 tasks at
+// a time (an opaque cursor; a bad one is -32602). tasks/cancel turns a
+// working task cancelled, durably, before it answers with the task, and
+// refuses a terminal one with -32602; the tool does what Config.OnCancel
+// says and the task stays cancelled. notifications/tasks/status goes on
+// the standalone stream of the task's session when the task ends or is
+// cancelled. Tasks are not bound to a session (there is no authorization
+// context to bind them to; ids are 128-bit random): a client that lost its
+// session polls its task from a new one. Both shapes share the task store
+// (memory, file, redis), its journal, drop_tasks and the tools' run; past
+// its ttl a task of either shape is deleted, whatever its status
+// ("task has expired").
 //
 // # Event log and resumption
 //

@@ -114,14 +114,14 @@ func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, sseOK bool,
 	switch m.Method {
 	case mcpwire.MethodDiscover:
 		caps := json.RawMessage(`{"tools":{}}`)
-		if s.tasks != nil {
+		if s.cfg.Tasks == TasksExtension {
 			caps = json.RawMessage(`{"tools":{},"extensions":{"` + mcpwire.ExtensionTasks + `":{}}}`)
 		}
 		writeModernResult(w, m.ID, mcpwire.DiscoverResult{
 			ResultType: mcpwire.ResultComplete, SupportedVersions: mcpwire.AllVersions(),
 			Capabilities: caps, Meta: map[string]any{mcpwire.MetaServerInfo: serverInfo},
 		})
-	case mcpwire.MethodTasksGet, mcpwire.MethodTasksCancel:
+	case mcpwire.MethodTasksGet, mcpwire.MethodTasksCancel, mcpwire.MethodTasksUpdate:
 		s.serveTaskMethod(w, m, f)
 	case mcpwire.MethodPing:
 		writeModernResult(w, m.ID, struct {

@@ -49,7 +49,7 @@ func (s *Server) serveModernCall(w http.ResponseWriter, r *http.Request, sseOK b
 		args: p.Arguments,
 		box:  newOutbox(),
 	}
-	if s.tasks != nil && wantsTasks(f) {
+	if s.cfg.Tasks == TasksExtension && wantsTasks(f) {
 		s.createTask(w, m, c.lc, c.args)
 		return
 	}

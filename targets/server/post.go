@@ -60,6 +60,13 @@ type call struct {
 	token   json.RawMessage // _meta.progressToken
 	orderID string
 	ran     bool // the tool ran: its result is recorded in the ledger
+	// task is the params.task of a task-augmented tools/call (2025-11-25),
+	// params the request's params (read by the tasks/* methods), and fetch
+	// the task's call whose result a tasks/result response carries: it is
+	// recorded in the ledger as that call's result, on stream task:<id>.
+	task   *mcpwire.TaskParams
+	params json.RawMessage
+	fetch  *tools.Call
 }
 
 // dispatch handles the messages of a POST on an existing session: it
@@ -128,13 +135,14 @@ func (s *Server) storeFailure(w http.ResponseWriter, err error) {
 }
 
 func newCall(sess *session, kind store.StreamKind, m mcpwire.Message) *call {
-	c := &call{sess: sess, kind: kind, id: m.ID, key: m.IDString(), method: m.Method}
+	c := &call{sess: sess, kind: kind, id: m.ID, key: m.IDString(), method: m.Method, params: m.Params}
 	if m.Method != mcpwire.MethodToolsCall {
 		return c
 	}
 	var p struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
+		Name      string              `json:"name"`
+		Arguments json.RawMessage     `json:"arguments"`
+		Task      *mcpwire.TaskParams `json:"task"`
 		Meta      struct {
 			ProgressToken json.RawMessage `json:"progressToken"`
 		} `json:"_meta"`
@@ -142,7 +150,7 @@ func newCall(sess *session, kind store.StreamKind, m mcpwire.Message) *call {
 	if json.Unmarshal(m.Params, &p) != nil || !tools.Known(p.Name) {
 		return c
 	}
-	c.tool, c.args, c.token = p.Name, p.Arguments, p.Meta.ProgressToken
+	c.tool, c.args, c.token, c.task = p.Name, p.Arguments, p.Meta.ProgressToken, p.Task
 	c.orderID = tools.OrderID(p.Arguments)
 	return c
 }

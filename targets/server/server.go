@@ -28,7 +28,7 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	store *store.Store
-	tasks *taskStore // nil when Config.Tasks is off
+	tasks *taskStore // nil when Config.Tasks is off; either task shape's
 	http  *http.Server
 	// ledger stamps every record; tools runs charge and chatty.
 	ledger tools.Ledger
@@ -96,7 +96,7 @@ func New(cfg Config) (*Server, error) {
 		ledger:   tools.Ledger{Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: cfg.Logger},
 	}
 	s.tools = tools.NewRunner(tools.Config{Ledger: s.ledger, Keys: st, DefaultChargeDuration: cfg.DefaultChargeDuration, OnCancel: cfg.OnCancel})
-	if cfg.Tasks == TasksExtension {
+	if cfg.Tasks != TasksOff {
 		if s.tasks, err = openTasks(cfg); err != nil {
 			_ = st.Close()
 			return nil, fmt.Errorf("server: %w", err)

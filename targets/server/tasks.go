@@ -15,6 +15,10 @@ import (
 const (
 	TasksOff       = "off"
 	TasksExtension = "extension"
+	// TasksLegacy is the experimental tasks of 2025-11-25 (tools/call with
+	// params.task, tasks/get, tasks/result, tasks/list, tasks/cancel) on
+	// 2025-11-25 sessions.
+	TasksLegacy = "legacy"
 )
 
 // Defaults of the task knobs.
@@ -77,27 +81,38 @@ func (s *Server) createTask(w http.ResponseWriter, m mcpwire.Message, lc tools.C
 		return
 	}
 	lc.Task = t.ID
+	s.runTask(*t, lc, args, cancelled)
+	writeModernResult(w, m.ID, s.taskWire(*t, mcpwire.ResultTask))
+}
+
+// runTask runs a task's tool on the server's life, for both task shapes:
+// no connection holds it, so no closing stream cancels it; only
+// tasks/cancel (cancelled) does, and the tool then does what
+// Config.OnCancel says.
+func (s *Server) runTask(t task, lc tools.Call, args json.RawMessage, cancelled <-chan struct{}) {
 	ctx, cancel := context.WithCancelCause(s.toolCtx)
 	s.calls.add()
 	go func() {
 		defer s.calls.done()
 		defer cancel(nil)
 		out := s.tools.RunRequest(ctx, cancelled, lc, args, func(int, int, func(string, int64)) error { return nil })
-		s.settleTask(t.ID, lc, out)
+		s.settleTask(t, lc, out)
 	}()
-	writeModernResult(w, m.ID, s.taskWire(*t, mcpwire.ResultTask))
 }
 
 // settleTask stores a finished tool's outcome in its task. A tool the
 // server's stop interrupted leaves its task working: the memory store
-// loses it with the process, the file store fails it on restart.
-func (s *Server) settleTask(id string, lc tools.Call, out tools.Outcome) {
+// loses it with the process, the file store fails it on restart. At
+// 2025-11-25 a tool result with isError fails the task (its result is
+// still what tasks/result returns), as the specification says.
+func (s *Server) settleTask(t task, lc tools.Call, out tools.Outcome) {
+	id := t.ID
 	switch {
 	case out.Interrupted:
 		return
 	case out.Cancelled:
 		err := s.tasks.finish(id, taskCancelled, nil, nil)
-		s.taskFinished(lc, out, err)
+		s.taskFinished(t, lc, out, err)
 		return
 	}
 	res, err := out.Result()
@@ -105,27 +120,38 @@ func (s *Server) settleTask(id string, lc tools.Call, out tools.Outcome) {
 	if err == nil {
 		raw, err = json.Marshal(res)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		err = s.tasks.finish(id, taskFailed, nil, &mcpwire.Error{Code: mcpwire.CodeInternalError, Message: err.Error()})
-	} else {
+	case t.Legacy && res.IsError:
+		err = s.tasks.finish(id, taskFailed, raw, nil)
+	default:
 		err = s.tasks.finish(id, taskCompleted, raw, nil)
 	}
-	s.taskFinished(lc, out, err)
+	s.taskFinished(t, lc, out, err)
 }
 
-func (s *Server) taskFinished(lc tools.Call, out tools.Outcome, err error) {
+func (s *Server) taskFinished(t task, lc tools.Call, out tools.Outcome, err error) {
 	if err != nil {
 		s.log.Warn("task store", "task", lc.Task, "err", err)
 		out.Reason, out.Detail = "store_failed", err.Error()
 	}
 	s.record(lc.Finished(out))
+	if t.Legacy {
+		s.notifyTaskStatus(t.ID)
+	}
 }
 
-// serveTaskMethod answers tasks/get and tasks/cancel. A task's result is
-// recorded as written each time tasks/get hands it out (stream
-// "task:<id>"), so the checker sees how often it was fetched.
+// serveTaskMethod answers tasks/get, tasks/update and tasks/cancel. A
+// task's result is recorded as written each time tasks/get hands it out
+// (stream "task:<id>"), so the checker sees how often it was fetched. No
+// tool of this server asks for input, so no task is ever input_required
+// and none has an outstanding inputRequests key: tasks/update of a known
+// task is acknowledged and its inputResponses ignored, as the extension
+// asks of responses to keys not outstanding; of an unknown task it is
+// -32602.
 func (s *Server) serveTaskMethod(w http.ResponseWriter, m mcpwire.Message, f mcpwire.RequestFields) {
-	if s.tasks == nil {
+	if s.cfg.Tasks != TasksExtension {
 		writeRPCError(w, http.StatusNotFound, m.ID, mcpwire.CodeMethodNotFound, "method not found: "+m.Method+" (tasks are off)")
 		return
 	}
@@ -135,8 +161,18 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, m mcpwire.Message, f mcp
 			Code: mcpwire.CodeMissingClientCapability, Message: "Missing required client capability", Data: data}})
 		return
 	}
+	if m.Method == mcpwire.MethodTasksUpdate {
+		if _, err := s.tasks.get(f.TaskID); err != nil {
+			writeRPCError(w, http.StatusOK, m.ID, taskErrorCode(err), "Failed to update task: "+err.Error())
+			return
+		}
+		writeModernResult(w, m.ID, struct {
+			ResultType string `json:"resultType"`
+		}{mcpwire.ResultComplete})
+		return
+	}
 	if m.Method == mcpwire.MethodTasksCancel {
-		if err := s.tasks.cancel(f.TaskID); err != nil {
+		if _, err := s.tasks.cancel(f.TaskID, false); err != nil {
 			writeRPCError(w, http.StatusOK, m.ID, taskErrorCode(err), "Failed to cancel task: "+err.Error())
 			return
 		}
@@ -164,7 +200,8 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, m mcpwire.Message, f mcp
 // error for a store that failed (a shared journal out of reach), which is
 // no news about the task.
 func taskErrorCode(err error) int {
-	if errors.Is(err, errTaskNotFound) || errors.Is(err, errTaskExpired) || errors.Is(err, errTaskElsewhere) {
+	if errors.Is(err, errTaskNotFound) || errors.Is(err, errTaskExpired) || errors.Is(err, errTaskElsewhere) ||
+		errors.Is(err, errTaskTerminal) || errors.Is(err, errBadCursor) {
 		return mcpwire.CodeInvalidParams
 	}
 	return mcpwire.CodeInternalError

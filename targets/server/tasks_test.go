@@ -176,3 +176,61 @@ func TestControlDropTasks(t *testing.T) {
 	off := startServer(t, Config{})
 	assert.Equal(t, http.StatusNotFound, off.do(t, context.Background(), http.MethodPost, "/control/drop_tasks", nil, "").StatusCode)
 }
+
+// TestTaskUpdate: tasks/update (the extension) of a known task is
+// acknowledged with resultType complete, its inputResponses ignored (no
+// tool here asks for input, so no key is outstanding); of an unknown task
+// it is -32602; from a client that did not declare the extension, -32021.
+func TestTaskUpdate(t *testing.T) {
+	ts := startServer(t, Config{Tasks: TasksExtension})
+	created := decodeTask(t, ts.modernDo(t, taskCall(t, 2, map[string]any{"order_id": "u", "amount_cents": 5, "duration_ms": 200})))
+	update := func(id int, taskID string, meta map[string]any) mcpwire.Message {
+		r := modern(t, id, mcpwire.MethodTasksUpdate, map[string]any{"taskId": taskID, "_meta": meta,
+			"inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"input": "x"}}}})
+		return ts.modernDo(t, r.with(mcpwire.HeaderName, taskID))
+	}
+	ack := update(3, created.TaskID, taskMeta())
+	require.Nil(t, ack.Error)
+	assert.JSONEq(t, `{"resultType":"complete"}`, string(ack.Result))
+	assert.Equal(t, taskCompleted, ts.pollTask(t, created.TaskID).Status, "the ignored responses change nothing")
+
+	unknown := update(4, "nope", taskMeta())
+	require.NotNil(t, unknown.Error)
+	assert.Equal(t, mcpwire.CodeInvalidParams, unknown.Error.Code)
+	noCap := update(5, created.TaskID, modernMeta("plain"))
+	require.NotNil(t, noCap.Error)
+	assert.Equal(t, mcpwire.CodeMissingClientCapability, noCap.Error.Code)
+}
+
+// TestTaskTTLDeletesWhateverTheStatus pins what the reference server does
+// when a task's ttlMs runs out, which the extension leaves to the server
+// ("MAY mark a task as failed at any point after the TTL elapses, and
+// subsequently delete it at any time"; answering a purged task as not
+// found is compliant): it deletes the task, working or not, and answers
+// -32602 "task has expired"; it never turns it failed. The tool of a
+// working task runs on, its result kept by nobody. A tool result with
+// isError completes its task (failed is for JSON-RPC errors only).
+func TestTaskTTLDeletesWhateverTheStatus(t *testing.T) {
+	ts := startServer(t, Config{Tasks: TasksExtension, TaskTTL: 40 * time.Millisecond})
+	working := decodeTask(t, ts.modernDo(t, taskCall(t, 2, map[string]any{"order_id": "w", "amount_cents": 5, "duration_ms": 300})))
+	var last mcpwire.Message
+	require.Eventually(t, func() bool {
+		last = ts.modernDo(t, taskReq(t, 3, mcpwire.MethodTasksGet, working.TaskID, taskMeta()))
+		if last.Error == nil {
+			assert.Equal(t, taskWorking, decodeTask(t, last).Status, "never failed by its ttl")
+		}
+		return last.Error != nil
+	}, testTimeout, 5*time.Millisecond)
+	assert.Equal(t, mcpwire.CodeInvalidParams, last.Error.Code)
+	assert.Equal(t, "Failed to retrieve task: task has expired", last.Error.Message)
+	ts.waitRecord(t, sideeffects.KindCharge, nil)
+	assert.Empty(t, ts.records(sideeffects.KindResultWritten, nil), "nobody fetched the result")
+
+	long := startServer(t, Config{Tasks: TasksExtension})
+	bad := decodeTask(t, long.modernDo(t, taskCall(t, 4, map[string]any{"order_id": "b"})))
+	done := long.pollTask(t, bad.TaskID)
+	assert.Equal(t, taskCompleted, done.Status, "an isError result completes the task")
+	var res mcpwire.CallResult
+	require.NoError(t, json.Unmarshal(done.Result, &res))
+	assert.True(t, res.IsError)
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +45,10 @@ type task struct {
 	Error     *mcpwire.Error  `json:"error,omitempty"`
 	// Owner is the replica running the task, in a shared store.
 	Owner string `json:"owner,omitempty"`
+	// Legacy marks a task of the experimental 2025-11-25 tasks, and
+	// Session the session its tools/call came on.
+	Legacy  bool   `json:"legacy,omitempty"`
+	Session string `json:"session,omitempty"`
 }
 
 func (t *task) terminal() bool { return t.Status != taskWorking }
@@ -61,6 +66,7 @@ type taskStore struct {
 	mu      sync.Mutex
 	tasks   map[string]*task
 	cancels map[string]chan struct{} // running tasks' cancellation
+	done    map[string]chan struct{} // closed when the task is terminal or forgotten
 	f       *os.File                 // nil: memory
 	shared  store.Shared             // nil: not shared
 	owner   string                   // this replica, in a shared store
@@ -71,7 +77,7 @@ type taskStore struct {
 // replaying it: a task owner (this replica, by its stable name) left working
 // when it stopped fails with interrupted_by_restart.
 func openSharedTaskStore(j store.Shared, owner string) (*taskStore, error) {
-	ts := &taskStore{tasks: map[string]*task{}, cancels: map[string]chan struct{}{}, shared: j, owner: owner}
+	ts := &taskStore{tasks: map[string]*task{}, cancels: map[string]chan struct{}{}, done: map[string]chan struct{}{}, shared: j, owner: owner}
 	if err := ts.catchUp(); err != nil {
 		return nil, err
 	}
@@ -136,7 +142,7 @@ func (ts *taskStore) catchUp() error {
 // path, replaying it: a task left working by the previous process fails
 // with interrupted_by_restart.
 func openTaskStore(path string) (*taskStore, error) {
-	ts := &taskStore{tasks: map[string]*task{}, cancels: map[string]chan struct{}{}}
+	ts := &taskStore{tasks: map[string]*task{}, cancels: map[string]chan struct{}{}, done: map[string]chan struct{}{}}
 	if path == "" {
 		return ts, nil
 	}
@@ -210,7 +216,7 @@ func (ts *taskStore) create(t task) (*task, <-chan struct{}, error) {
 		return nil, nil, err
 	}
 	cancel := make(chan struct{})
-	ts.tasks[t.ID], ts.cancels[t.ID] = &t, cancel
+	ts.tasks[t.ID], ts.cancels[t.ID], ts.done[t.ID] = &t, cancel, make(chan struct{})
 	cp := t
 	return &cp, cancel, nil
 }
@@ -225,7 +231,17 @@ func (ts *taskStore) finish(id, status string, result json.RawMessage, rpcErr *m
 		return nil
 	}
 	t.Status, t.Result, t.Error, t.Updated = status, result, rpcErr, time.Now()
-	return ts.write(t)
+	err := ts.write(t)
+	ts.settled(id)
+	return err
+}
+
+// settled wakes whoever waits for the task to end; the caller holds mu.
+func (ts *taskStore) settled(id string) {
+	if c, ok := ts.done[id]; ok {
+		close(c)
+		delete(ts.done, id)
+	}
 }
 
 // errTaskNotFound and errTaskExpired answer a task id the store does not
@@ -236,6 +252,9 @@ var (
 	// errTaskElsewhere answers tasks/cancel for a task another replica
 	// runs (a shared store): only that one can stop it.
 	errTaskElsewhere = errors.New("task is running on another replica")
+	// errTaskTerminal answers a 2025-11-25 tasks/cancel of a task already
+	// ended.
+	errTaskTerminal = errors.New("task is already in a terminal status")
 )
 
 // get returns a copy of the task, forgetting it once its TTL has passed.
@@ -264,24 +283,104 @@ func (ts *taskStore) get(id string) (task, error) {
 }
 
 // cancel signals a running task's cancellation; it reports whether the
-// task is known.
-func (ts *taskStore) cancel(id string) error {
+// task is known. With mark (2025-11-25 tasks) the task turns cancelled,
+// durably, before cancel returns, and stays so whatever its tool does
+// next; a task already terminal is errTaskTerminal.
+func (ts *taskStore) cancel(id string, mark bool) (task, error) {
 	t, err := ts.get(id)
 	if err != nil {
-		return err
+		return task{}, err
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	c, ok := ts.cancels[id]
 	if !ok && !t.terminal() && ts.shared != nil && t.Owner != ts.owner {
-		return errTaskElsewhere
+		return task{}, errTaskElsewhere
+	}
+	if mark {
+		cur := ts.tasks[id]
+		switch {
+		case cur == nil:
+			return task{}, errTaskNotFound
+		case cur.terminal():
+			return *cur, fmt.Errorf("%w '%s'", errTaskTerminal, cur.Status)
+		}
+		cur.Status, cur.Updated = taskCancelled, time.Now()
+		if err := ts.write(cur); err != nil {
+			return task{}, err
+		}
+		ts.settled(id)
+		t = *cur
 	}
 	if ok {
 		close(c)
 		delete(ts.cancels, id)
 	}
-	return nil
+	return t, nil
 }
+
+// wait returns the task once it is terminal, or the error that says it is
+// gone. It wakes when the task ends on this server, and otherwise looks
+// again every poll (a task another replica runs, in a shared store). It
+// returns ctx's error when ctx ends.
+func (ts *taskStore) wait(ctx context.Context, id string, poll time.Duration) (task, error) {
+	for {
+		t, err := ts.get(id)
+		if err != nil || t.terminal() {
+			return t, err
+		}
+		ts.mu.Lock()
+		done := ts.done[id] // nil: not run here, looked at again after poll
+		ts.mu.Unlock()
+		timer := time.NewTimer(poll)
+		select {
+		case <-done:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return task{}, ctx.Err()
+		}
+		timer.Stop()
+	}
+}
+
+// list returns the tasks of one shape (legacy or not) not yet expired,
+// oldest first (then by id), after those whose id is after (a page's
+// last), at most limit of them, and whether more follow.
+func (ts *taskStore) list(legacy bool, after string, limit int) ([]task, bool, error) {
+	if err := ts.catchUp(); err != nil {
+		return nil, false, err
+	}
+	ts.mu.Lock()
+	now := time.Now()
+	var all []task
+	for _, t := range ts.tasks {
+		if t.Legacy == legacy && !t.expired(now) {
+			all = append(all, *t)
+		}
+	}
+	ts.mu.Unlock()
+	slices.SortFunc(all, func(a, b task) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if after != "" {
+		i := slices.IndexFunc(all, func(t task) bool { return t.ID == after })
+		if i < 0 {
+			return nil, false, errBadCursor
+		}
+		all = all[i+1:]
+	}
+	if len(all) > limit {
+		return all[:limit], true, nil
+	}
+	return all, false, nil
+}
+
+// errBadCursor answers a tasks/list cursor that names no task listed.
+var errBadCursor = errors.New("invalid cursor")
 
 // dropAll forgets every task, and returns their ids, sorted. The file
 // journal keeps them: a restart brings them back, as a store that was only
@@ -296,6 +395,9 @@ func (ts *taskStore) dropAll() []string {
 	slices.Sort(ids)
 	clear(ts.tasks)
 	clear(ts.cancels)
+	for id := range ts.done {
+		ts.settled(id)
+	}
 	return ids
 }
 

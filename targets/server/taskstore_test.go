@@ -81,12 +81,15 @@ func TestSharedTaskStoreAnswersAPollOnAnotherReplica(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, taskCompleted, got.Status, "the poll elsewhere sees the result once it is written")
 	assert.JSONEq(t, `{"content":[]}`, string(got.Result))
-	assert.ErrorIs(t, two.cancel("no-such-task"), errTaskNotFound)
+	_, err = two.cancel("no-such-task", false)
+	assert.ErrorIs(t, err, errTaskNotFound)
 
 	running, stop, err := one.create(task{Client: "c1", RequestID: "3", Tool: "charge"})
 	require.NoError(t, err)
-	assert.ErrorIs(t, two.cancel(running.ID), errTaskElsewhere, "only the replica running it can stop it")
-	require.NoError(t, one.cancel(running.ID))
+	_, err = two.cancel(running.ID, false)
+	assert.ErrorIs(t, err, errTaskElsewhere, "only the replica running it can stop it")
+	_, err = one.cancel(running.ID, false)
+	require.NoError(t, err)
 	select {
 	case <-stop:
 	default:

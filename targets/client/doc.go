@@ -36,7 +36,10 @@
 //     names it, at resume_event_id: the earliest cursor the server can still
 //     honour. That refines the record's "reconnect at head": the gap holds
 //     only the evicted events, and a result written while the client was
-//     away (the stream's newest event) is still delivered.
+//     away (the stream's newest event) is still delivered. That reconnect
+//     goes at once, with no backoff: waiting would only let more events
+//     past the server's retention (an attempt all the same, counted
+//     against Backoff.Retries).
 //   - 409 or 410 without a head id: events were lost and the server named
 //     no place to reconnect. The client records an open-ended gap after its
 //     cursor and the call is unknown: retrying the same cursor would meet

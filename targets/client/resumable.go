@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/history"
@@ -266,7 +267,12 @@ func (r *resumable) follow(ctx context.Context, s *stream, x *exchange, cl Close
 				r.surfaceGap(s, act.Gap)
 			}
 			return false, r.settle(s, unknownOutcome(act.Reason))
-		case ReconnectAtHead:
+		}
+		// After a gap the server named the cursor it still honours: any
+		// wait lets more events past its retention, and a stream that emits
+		// faster than the backoff would be chased 410 after 410.
+		atOnce := act.Kind == ReconnectAtHead
+		if atOnce {
 			if err := r.gap(s, act.Gap); err != nil {
 				return false, r.halt(ctx, s, err)
 			}
@@ -274,17 +280,20 @@ func (r *resumable) follow(ctx context.Context, s *stream, x *exchange, cl Close
 		if tries++; tries > r.opts.Backoff.Retries {
 			return false, r.settle(s, unknownOutcome(fmt.Sprintf("gave up after %d reconnects: %s", tries-1, cl.Class())))
 		}
-		if x, cl, err = r.reconnect(ctx, s, tries); err != nil {
+		if x, cl, err = r.reconnect(ctx, s, tries, atOnce); err != nil {
 			return false, r.halt(ctx, s, err)
 		}
 	}
 }
 
-// reconnect waits its backoff, then asks for the stream after the last
-// persisted event id. It returns the exchange on 200, or the close that
-// the failed attempt amounts to.
-func (r *resumable) reconnect(ctx context.Context, s *stream, attempt int) (*exchange, Close, error) {
-	delay := r.backoff(attempt, s.retry)
+// reconnect waits its backoff (none atOnce), then asks for the stream after
+// the last persisted event id. It returns the exchange on 200, or the close
+// that the failed attempt amounts to.
+func (r *resumable) reconnect(ctx context.Context, s *stream, attempt int, atOnce bool) (*exchange, Close, error) {
+	var delay time.Duration
+	if !atOnce {
+		delay = r.backoff(attempt, s.retry)
+	}
 	if err := runclock.Sleep(ctx, delay); err != nil {
 		return nil, Close{}, err
 	}

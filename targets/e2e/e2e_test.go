@@ -88,9 +88,10 @@ func TestEvictionPastRetention(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			e := newEnv(t, server.Config{RetentionEvents: 5, OnUnresumable: tc.mode, Retry: 5 * time.Millisecond})
 			opts := e.options(workload.Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond, Retries: 100})
-			// 80 events 10ms apart; the partition heals after 20, leaving the
-			// tool running long enough for a loaded machine to reconnect.
-			done := e.run(client.TargetResumable, opts, chatty("feed-1", 80, 800*time.Millisecond))
+			// 200 events 10ms apart; the partition heals after 20, leaving the
+			// tool running long enough for a loaded machine to reconnect (with
+			// 80 a reconnect under a parallel docker run once came too late).
+			done := e.run(client.TargetResumable, opts, chatty("feed-1", 200, 2*time.Second))
 			e.hist.await(t, "third progress event", isEvent("feed-1", 3))
 			e.partition(func() bool {
 				return e.ledgerCount(sideeffects.KindEventEmitted, func(r sideeffects.Record) bool { return r.Seq >= 20 }) > 0

@@ -161,7 +161,7 @@ func TestEvictedResumeGone(t *testing.T) {
 		complete bool
 	}{
 		{"stream complete", map[string]any{"events": 20, "interval_ms": 2}, true},
-		{"stream still live", map[string]any{"events": 60, "interval_ms": 3}, false},
+		{"stream still live", map[string]any{"events": 300, "interval_ms": 5}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,7 +218,9 @@ func TestEvictedResumeGone(t *testing.T) {
 func TestEvictedResumeSilentHead(t *testing.T) {
 	ts := startServer(t, Config{RetentionEvents: 5, OnUnresumable: OnUnresumableSilentHead})
 	sid, v := ts.initialize(t, mcpwire.Version20251125)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 60, "interval_ms": 3})
+	// 1.5 s of events, so the stream is still live when the resume comes
+	// however loaded the machine (at 60 × 3 ms it had once ended).
+	s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 300, "interval_ms": 5})
 	s.next(t) // priming
 	first := s.next(t)
 	s.cut()

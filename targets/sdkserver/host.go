@@ -31,6 +31,9 @@ type Config struct {
 	// DefaultChargeDuration is how long a charge runs when the call gives
 	// no duration_ms.
 	DefaultChargeDuration time.Duration
+	// OnCancel is what a tool does when its request is cancelled
+	// (Request.Cancelled): one of tools.OnCancelModes, "" is stop.
+	OnCancel string
 }
 
 // Request identifies one tool invocation on the server: the SDK's session
@@ -38,6 +41,12 @@ type Config struct {
 type Request struct {
 	Session   string
 	RequestID string
+	// Client is the calling client's name when the request says it itself
+	// (2026-07-28's _meta clientInfo); "" takes the session's.
+	Client string
+	// Cancelled closes when the SDK cancels the request (at 2026-07-28,
+	// the end of the handler's context); nil never does.
+	Cancelled <-chan struct{}
 }
 
 // Host runs the tool core (package targets/tools) inside an SDK server and
@@ -75,7 +84,7 @@ func NewHost(cfg Config) *Host {
 		log:      cfg.Logger,
 		sessions: map[string]string{}, closing: map[string]string{}, closed: map[string]bool{},
 	}
-	h.tools = tools.NewRunner(tools.Config{Ledger: h.ledger, DefaultChargeDuration: cfg.DefaultChargeDuration})
+	h.tools = tools.NewRunner(tools.Config{Ledger: h.ledger, DefaultChargeDuration: cfg.DefaultChargeDuration, OnCancel: cfg.OnCancel})
 	h.life, h.stop = context.WithCancel(context.Background())
 	return h
 }
@@ -164,25 +173,32 @@ func (h *Host) clientOf(session string) string {
 }
 
 // Call runs tool for req in the tool core and returns what the SDK should
-// answer. The tool runs until it ends or the host shuts down: ctx, the
-// SDK's request context, is only noted in call_finished's detail when it
-// ended meanwhile (a dropped connection, for some SDKs), since disconnect
-// is not cancel. An SDK shows a tool no event ids and no delivery, so the
-// result is recorded as written (on no stream known, event id 0) when it
-// is handed back to the SDK. emit may be nil for charge.
+// answer. The tool runs until it ends, the host shuts down, or
+// req.Cancelled closes (then the tool does what Config.OnCancel says, and
+// a tool that noticed writes no result, as the reference server's). Otherwise ctx, the SDK's request context, is only noted in
+// call_finished's detail when it ended meanwhile (a dropped connection,
+// for some SDKs), since before 2026-07-28 disconnect is not cancel. An SDK
+// shows a tool no event ids and no delivery, so the result is recorded as
+// written (on no stream known, event id 0) when it is handed back to the
+// SDK. emit may be nil for charge.
 func (h *Host) Call(ctx context.Context, req Request, tool string, args json.RawMessage, emit tools.Emit) tools.Outcome {
 	h.inflight.Add(1)
 	defer h.inflight.Add(-1)
-	c := tools.Call{Tool: tool, OrderID: tools.OrderID(args), Session: req.Session,
-		Client: h.clientOf(req.Session), RequestID: req.RequestID}
-	out := h.tools.Run(h.life, c, args, emit)
+	client := req.Client
+	if client == "" {
+		client = h.clientOf(req.Session)
+	}
+	c := tools.Call{Tool: tool, OrderID: tools.OrderID(args), Session: req.Session, Client: client, RequestID: req.RequestID}
+	out := h.tools.RunRequest(h.life, req.Cancelled, c, args, emit)
 	if out.Interrupted {
 		out = tools.Failure(reasonShutdown, errShutdown)
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil && !out.Cancelled {
 		out.Detail = "request context ended during the call: " + err.Error()
 	}
-	h.record(c.ResultWritten("", 0, out.IsError))
+	if !out.Cancelled {
+		h.record(c.ResultWritten("", 0, out.IsError))
+	}
 	h.record(c.Finished(out))
 	return out
 }

@@ -193,6 +193,7 @@ func request(ctx context.Context, req *mcp.CallToolRequest) sdkserver.Request {
 	r := sdkserver.Request{Session: req.Session.ID()}
 	if req.Extra != nil && req.Extra.Header != nil {
 		r.RequestID = req.Extra.Header.Get(sdkserver.RequestIDHeader)
+		r.Stream = req.Extra.Header.Get(sdkserver.StreamHeader)
 	}
 	meta := req.Params.GetMeta()
 	if v, _ := meta[mcp.MetaKeyProtocolVersion].(string); mcpwire.ModernVersion(v) {

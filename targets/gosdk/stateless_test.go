@@ -119,7 +119,8 @@ func TestGoSDKStatelessServerAnswers_CurrentBehaviour(t *testing.T) {
 // its default options (PropagateRequestCancellation off) does not: the
 // handler's context lives on, so whatever server.on_cancel says, the tool
 // never sees a cancellation (no call_cancelled), the charge lands at its
-// time and the result is handed to a stream nobody reads.
+// time, and its result goes nowhere (recorded result_dropped,
+// stream_closed: the host saw the call's connection close first).
 func TestGoSDKStatelessServerStreamClosedMidCall_CurrentBehaviour(t *testing.T) {
 	for _, mode := range tools.OnCancelModes {
 		t.Run(mode, func(t *testing.T) {
@@ -148,7 +149,10 @@ func TestGoSDKStatelessServerStreamClosedMidCall_CurrentBehaviour(t *testing.T) 
 			assert.Empty(t, charges[0].Session, "no session at 2026-07-28")
 			assert.NotEmpty(t, charges[0].RequestID)
 			assert.WithinDuration(t, cutAt, time.Now(), 5*time.Second)
-			assert.Equal(t, 1, l.Count(sideeffects.KindResultWritten), "handed to the SDK, for a stream that is gone")
+			assert.Zero(t, l.Count(sideeffects.KindResultWritten))
+			dropped := l.Of(sideeffects.KindResultDropped)
+			require.Len(t, dropped, 1, "the connection closed before the result: it goes nowhere")
+			assert.Equal(t, "stream_closed", dropped[0].Reason)
 			fin := l.Of(sideeffects.KindCallFinished)
 			require.Len(t, fin, 1)
 			assert.Equal(t, "ok", fin[0].Reason)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,30 @@ type Request struct {
 	// Cancelled closes when the SDK cancels the request (at 2026-07-28,
 	// the end of the handler's context); nil never does.
 	Cancelled <-chan struct{}
+	// Stream is the label [Front] gave the call's connection
+	// (StreamHeader), "" for none.
+	Stream string
+}
+
+// watchStream labels done, the end of a call's HTTP request, until forget.
+func (h *Host) watchStream(done <-chan struct{}) (label string, forget func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nstreams++
+	label = strconv.FormatInt(h.nstreams, 10)
+	h.streams[label] = done
+	return label, func() {
+		h.mu.Lock()
+		delete(h.streams, label)
+		h.mu.Unlock()
+	}
+}
+
+// stream is the end of the connection labelled label, or nil.
+func (h *Host) stream(label string) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.streams[label]
 }
 
 // Host runs the tool core (package targets/tools) inside an SDK server and
@@ -62,6 +87,8 @@ type Host struct {
 	stop context.CancelFunc
 
 	mu       sync.Mutex
+	streams  map[string]<-chan struct{} // Front's label -> closed when the call's connection ends
+	nstreams int64
 	sessions map[string]string // open session -> client name
 	closing  map[string]string // session -> reason noted before it closed
 	closed   map[string]bool
@@ -83,6 +110,7 @@ func NewHost(cfg Config) *Host {
 		ledger:   tools.Ledger{Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: cfg.Logger},
 		log:      cfg.Logger,
 		sessions: map[string]string{}, closing: map[string]string{}, closed: map[string]bool{},
+		streams: map[string]<-chan struct{}{},
 	}
 	h.tools = tools.NewRunner(tools.Config{Ledger: h.ledger, DefaultChargeDuration: cfg.DefaultChargeDuration, OnCancel: cfg.OnCancel})
 	h.life, h.stop = context.WithCancel(context.Background())
@@ -180,10 +208,16 @@ func (h *Host) clientOf(session string) string {
 // for some SDKs), since before 2026-07-28 disconnect is not cancel. An SDK
 // shows a tool no event ids and no delivery, so the result is recorded as
 // written (on no stream known, event id 0) when it is handed back to the
-// SDK. emit may be nil for charge.
+// SDK; but a 2026-07-28 call whose connection (req.Stream) has already
+// closed has nowhere for its result to go, and it is recorded dropped
+// (reason "stream_closed"). emit may be nil for charge.
 func (h *Host) Call(ctx context.Context, req Request, tool string, args json.RawMessage, emit tools.Emit) tools.Outcome {
 	h.inflight.Add(1)
 	defer h.inflight.Add(-1)
+	var gone <-chan struct{}
+	if req.Stream != "" {
+		gone = h.stream(req.Stream)
+	}
 	client := req.Client
 	if client == "" {
 		client = h.clientOf(req.Session)
@@ -196,11 +230,28 @@ func (h *Host) Call(ctx context.Context, req Request, tool string, args json.Raw
 	if err := ctx.Err(); err != nil && !out.Cancelled {
 		out.Detail = "request context ended during the call: " + err.Error()
 	}
-	if !out.Cancelled {
+	switch {
+	case out.Cancelled:
+	case closed(gone):
+		h.record(c.ResultDropped(out.IsError, "stream_closed"))
+	default:
 		h.record(c.ResultWritten("", 0, out.IsError))
 	}
 	h.record(c.Finished(out))
 	return out
+}
+
+// closed reports whether ch (nil: never) has closed.
+func closed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // Emit adapts an SDK's way of sending progress notification seq of total

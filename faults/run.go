@@ -71,6 +71,11 @@ type Env struct {
 	// Progress, if set, hears of every injection, heal and failure as it
 	// happens. Calls are serialised; it must return quickly.
 	Progress func(Event)
+	// Ready, if set, is called once when Run has put in place what must
+	// precede the workload's first connection (the reset marker, the
+	// protocol triggers), or has failed to: a runner starts the workload
+	// after it, so that no call goes by before its trigger is armed.
+	Ready func()
 }
 
 // Triggers is the proxy agent's protocol triggers, as the injector uses
@@ -138,8 +143,9 @@ type Event struct {
 // proxy and keeps it until it returns. Toxiproxy then gives every
 // connection opened meanwhile SO_LINGER 0, so every close of those
 // connections — by any fault, or by either peer — reaches the other side
-// as an RST. Start Run before the workload opens its connections: the ones
-// already open close with a FIN.
+// as an RST. Start Run before the workload opens its connections (wait
+// for env.Ready): the ones already open close with a FIN, and a call made
+// before the triggers are armed goes unseen by them.
 func Run(ctx context.Context, env Env, plan []Injection) error {
 	if env.Log == nil {
 		return errors.New("faults: run: no fault log")
@@ -148,6 +154,12 @@ func Run(ctx context.Context, env Env, plan []Injection) error {
 	if r.http == nil {
 		r.http = &http.Client{Timeout: 10 * time.Second}
 	}
+	ready := sync.OnceFunc(func() {
+		if env.Ready != nil {
+			env.Ready()
+		}
+	})
+	defer ready()
 	if wantsRST(plan) {
 		if err := r.addLinger(); err != nil {
 			return fmt.Errorf("faults: run: %w", err)
@@ -158,6 +170,7 @@ func Run(ctx context.Context, env Env, plan []Injection) error {
 			return fmt.Errorf("faults: run: arm triggers: %w", err)
 		}
 	}
+	ready()
 	errs := make([]error, len(plan), len(plan)+1)
 	var wg sync.WaitGroup
 	for i, in := range plan {

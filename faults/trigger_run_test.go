@@ -139,3 +139,29 @@ func TestRunTellsTheTriggersOfEveryHeal(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{0}, trg.healed, "the pause healed; the crash is instant and has no heal")
 }
+
+// TestRunIsReadyOnceItsTriggersAreArmed: Env.Ready, which a runner waits
+// for before it starts the workload, comes after the triggers are armed
+// and before any trigger can fire, once.
+func TestRunIsReadyOnceItsTriggersAreArmed(t *testing.T) {
+	clock := runclock.Start()
+	trg := newFakeTriggers()
+	log, err := faults.CreateLog(filepath.Join(t.TempDir(), "faults.jsonl"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = log.Close() })
+	armedAtReady := make(chan int, 2)
+	env := faults.Env{Clock: clock, WorkloadStart: clock.Now(), Processes: &fakeProcesses{}, Log: log, Triggers: trg, Ready: func() {
+		trg.mu.Lock()
+		armedAtReady <- len(trg.armed)
+		trg.mu.Unlock()
+	}}
+	specs := []faults.Spec{{Kind: faults.KindCrash, Params: &faults.Crash{Role: "server"},
+		When: &trigger.When{Event: trigger.EventToolsCall, Tool: "charge"}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- faults.Run(ctx, env, faults.Plan(specs, 1, 1)) }()
+	assert.Equal(t, 1, <-armedAtReady, "the trigger is armed before the run says it is ready")
+	cancel()
+	<-done
+	assert.Empty(t, armedAtReady, "ready once")
+}

@@ -154,11 +154,12 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 	defer stopFaults()
 	due := newDueTracker(e.plan.Faults)
 	kills := &serverKills{}
+	ready := make(chan struct{})
 	env := faults.Env{
 		Clock: e.clock, WorkloadStart: e.clock.Now(), Toxiproxy: toxiclient.NewClient(e.procs.of(agent.RoleProxy).URL()),
 		Proxy: ProxyName, Processes: &e.procs, ControlURL: e.procs.of(agent.RoleServer).URL(), Log: flog,
 		Progress: func(ev faults.Event) { due.seen(ev); kills.seen(ev); e.progress("%s", describe(ev)) },
-		Triggers: e.observer, Edges: e.observer,
+		Triggers: e.observer, Edges: e.observer, Ready: func() { close(ready) },
 	}
 	faultsDone := make(chan error, 1)
 	go func() { faultsDone <- faults.Run(injCtx, env, e.plan.Faults) }()
@@ -172,8 +173,14 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 			<-faultsDone
 		}
 	}()
-	// Faults due at the workload's start are in place before the client
-	// opens its first connection.
+	// The reset marker and the triggers, then the faults due at the
+	// workload's start, are in place before the client opens its first
+	// connection: a fast client's call would otherwise pass its trigger by.
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
 	if err := due.wait(ctx); err != nil {
 		return 0, fmt.Errorf("faults due at start: %w", err)
 	}

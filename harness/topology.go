@@ -23,6 +23,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // proxyPort is the client edge's listen port inside a container network.
@@ -344,6 +345,10 @@ func serverArgs(p *spec.Plan) []string {
 		return args
 	case targets.Image:
 		return args
+	case targets.GoSDK:
+		if mcpwire.ModernVersion(p.Client.Protocol) {
+			args = append(args, "--stateless") // how the SDK speaks 2026-07-28
+		}
 	}
 	return append(args,
 		"--retention-events", strconv.Itoa(s.RetentionEvents), "--retention-age", s.RetentionAge.String(),

@@ -34,6 +34,15 @@ func TestServerArgsGiveABringYourOwnServerOnlyItsEnvironment(t *testing.T) {
 	ref := serverSpec(&spec.Plan{Server: spec.ServerPlan{Target: "reference", RetentionEvents: 7, OnUnresumable: "gone"}}, "http://l")
 	assert.Subset(t, ref.Args, []string{"--retention-events", "7", "--on-unresumable", "gone"}, "the built-in servers get their knobs")
 	assert.Empty(t, ref.Image)
+
+	for _, protocol := range []string{"2025-11-25", "2026-07-28"} {
+		sdk := serverSpec(&spec.Plan{Server: spec.ServerPlan{Target: "go-sdk"}, Client: spec.ClientPlan{Protocol: protocol}}, "http://l")
+		if protocol == "2026-07-28" {
+			assert.Contains(t, sdk.Args, "--stateless", "the go-sdk server speaks 2026-07-28 only when stateless")
+		} else {
+			assert.NotContains(t, sdk.Args, "--stateless")
+		}
+	}
 }
 
 func TestClientArgsStayShortWhateverTheNumberOfClients(t *testing.T) {

@@ -25,7 +25,10 @@ func newMatrixCmd() *cobra.Command {
 ` + defaultMatrix + `), runs them like 'run' does (each with its own results folder, which
 'chaosrun report' can judge again), and writes matrix.md and matrix.json into the run folder.
 Each cell's expectation records what the pair does today, so a change in an SDK's behaviour
-shows up as an unmet expectation and a non-zero exit code.
+shows up as an unmet expectation and a non-zero exit code. A matrix file listing protocols
+(protocols: [2025-11-25, 2026-07-28]) has a cell per protocol too, keyed client@server@protocol;
+a pair that cannot speak a protocol, or a scenario that needs what it lacks (needs:), is not run
+and its table says why.
 
 --shard I/N runs the I-th of N shares of the cells (sorted by their experiments' names, every
 N-th from the I-th on); its table holds those cells, and 'chaosrun merge' joins the shards'

@@ -529,3 +529,71 @@ func TestLedgerFromWireReadsTasks(t *testing.T) {
 	acc := Account(led, nil, nil)
 	assert.Equal(t, map[string]int{"task:t1": 1, "task:t2": 0, "task:t3": 1}, acc.TaskFetches)
 }
+
+// modernReissue is a 2026-07-28 charge cut at 30 s that the naive client
+// issues again: on the server the first call is either cancelled before
+// it charges (the reference server, on_cancel: stop) or charges anyway
+// (the go-sdk server).
+func modernReissue(cancelled bool) Input {
+	r := newRun().fault("reset", "proxy", 30, 30)
+	r.at(0).clientStart("c1", "fresh")
+	r.at(0.1).invoke("c1", "pay-1", "charge", "", "c1-2", 1).started("", "c1", "c1-2", "charge", "pay-1")
+	r.at(30).broke("c1", "pay-1", "", "c1-2", "reset")
+	if cancelled {
+		r.cancelledCall("c1", "c1-2", "pay-1")
+	} else {
+		r.at(90).charged("", "c1", "c1-2", "pay-1")
+	}
+	r.at(31).invoke("c1", "pay-1", "charge", "", "c1-3", 2).started("", "c1", "c1-3", "charge", "pay-1")
+	r.at(121).charged("", "c1", "c1-3", "pay-1").written("", "c1-3", 0).outcome(history.KindOK, "c1", "pay-1", "", "c1-3", 0)
+	w := &wireLog{}
+	w.at(0.1).postModern(toolsCall("c1-2", "charge", `{"order_id":"pay-1"}`)).answer(200, "", true)
+	w.at(30).cut()
+	w.at(31).postModern(toolsCall("c1-3", "charge", `{"order_id":"pay-1"}`)).answer(200, "", false, result("c1-3", false))
+	r.in.Wire = w.recs
+	return r.in
+}
+
+// TestWhatTheWireCannotSeeOfAModernReissue: the wire counts every accepted
+// call charged; the ledger's call_cancelled explains the difference, which
+// is then no disagreement.
+func TestWhatTheWireCannotSeeOfAModernReissue(t *testing.T) {
+	v := Judge(modernReissue(true))
+	dup, _ := v.Result(NoDuplicateSideEffects)
+	assert.Equal(t, Held, dup.Status, "the ledger saw one charge: the first call stopped when cancelled")
+	assert.Empty(t, dup.Disagreement)
+	assert.Contains(t, dup.Unseen, "order pay-1: 2 calls accepted at the server, 1 charged by the ledger, 1 cancelled before charging")
+
+	v = Judge(modernReissue(false))
+	dup, _ = v.Result(NoDuplicateSideEffects)
+	assert.Equal(t, Violated, dup.Status)
+	assert.Empty(t, dup.Disagreement, "both accounts see the duplicate")
+}
+
+// TestUnseenDrops: a result the server dropped is unread by the ledger's
+// account and invisible to the wire's; a result written and never read is
+// one the wire must see too.
+func TestUnseenDrops(t *testing.T) {
+	dropped := Orphan{StreamKey: StreamKey{RequestID: "c1-2"}, N: 4, Dropped: true}
+	written := Orphan{StreamKey: StreamKey{RequestID: "c1-2"}, N: 4}
+	tests := []struct {
+		name         string
+		ledger, wire []Orphan
+		want         string
+	}{
+		{"dropped, the wire sees nothing", []Orphan{dropped}, nil, "the server dropped 1 result it had nowhere to write (result_dropped)"},
+		{"written and never read", []Orphan{written}, nil, ""},
+		{"the wire sees an orphan too", []Orphan{dropped}, []Orphan{written}, ""},
+		{"surfaced", []Orphan{{Dropped: true, Surfaced: true}}, nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := unseenDrops(Input{}, &Accounts{Orphaned: tc.ledger}, &Accounts{Orphaned: tc.wire})
+			if tc.want == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Contains(t, got, tc.want)
+		})
+	}
+}

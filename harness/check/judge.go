@@ -67,14 +67,14 @@ type invariant struct {
 var invariants = []invariant{
 	{NoDuplicateSideEffects, noDuplicates, func(a *Accounts) bool {
 		return a.has(sideeffects.KindCharge, sideeffects.KindChargeDeduplicated, sideeffects.KindCallStarted)
-	}, "no side effect or call recorded: neither the ledger nor the wire shows a tool invoked", unseenKilledCharges},
+	}, "no side effect or call recorded: neither the ledger nor the wire shows a tool invoked", unseenUnchargedCalls},
 	{NoSilentEventLoss, noSilentLoss, func(a *Accounts) bool { return a.has(sideeffects.KindEventEmitted) },
 		"no numbered event emitted: neither the ledger nor the wire shows a progress event", nil},
 	{NoSessionFork, noFork, func(a *Accounts) bool { return a.has(sideeffects.KindSessionOpened) },
 		"no session recorded: neither the ledger nor the wire shows one opened", unseenEnds},
 	{NoOrphanedResults, noOrphans, func(a *Accounts) bool {
 		return a.has(sideeffects.KindCallStarted, sideeffects.KindResultWritten, sideeffects.KindResultDropped)
-	}, "no call or result recorded: neither the ledger nor the wire shows a tool run", nil},
+	}, "no call or result recorded: neither the ledger nor the wire shows a tool run", unseenDrops},
 	{OutcomesResolved, outcomesResolved, func(a *Accounts) bool {
 		return len(a.Calls) > 0 && a.has(sideeffects.KindCallStarted, sideeffects.KindCharge)
 	}, "no call recorded: the client neither wrote a history of its calls nor sent one across the wire", nil},
@@ -244,6 +244,80 @@ func unseenEnds(_ Input, ledger, fromWire *Accounts) string {
 		return ""
 	}
 	return "the wire presumes a session live until it is seen to end: " + strings.Join(unseen, "; ")
+}
+
+// unseenUnchargedCalls explains the duplicate charges the wire's account
+// finds and the ledger's does not by calls that never got to charge: the
+// server was killed while they ran, or it saw them cancelled first.
+func unseenUnchargedCalls(in Input, ledger, fromWire *Accounts) string {
+	if why := unseenKilledCharges(in, ledger, fromWire); why != "" {
+		return why
+	}
+	return unseenCancelledCharges(in, ledger, fromWire)
+}
+
+// unseenCancelledCharges explains the duplicate charges the wire's account
+// finds and the ledger's does not by calls the server saw cancelled (at
+// 2026-07-28, their stream closing) before they charged: the wire counts
+// every call the server accepted as charged, as it cannot see whether a
+// cancelled one stopped short of its commit, and the ledger says it did.
+func unseenCancelledCharges(in Input, ledger, fromWire *Accounts) string {
+	if len(ledger.Duplicates) > 0 || !ledger.has(sideeffects.KindCallCancelled) {
+		return ""
+	}
+	charged, chargedCall := map[string]int{}, map[StreamKey]bool{}
+	for _, r := range in.Ledger {
+		if r.Kind == sideeffects.KindCharge {
+			charged[r.OrderID]++
+			chargedCall[StreamKey{Session: r.Session, RequestID: r.RequestID}] = true
+		}
+	}
+	stopped := map[string]int{}
+	for _, r := range in.Ledger {
+		if r.Kind == sideeffects.KindCallCancelled && !chargedCall[StreamKey{Session: r.Session, RequestID: r.RequestID}] {
+			stopped[r.OrderID]++
+		}
+	}
+	var unseen []string
+	for _, d := range fromWire.Duplicates {
+		if charged[d.OrderID]+stopped[d.OrderID] < len(d.Charges) || stopped[d.OrderID] == 0 {
+			return ""
+		}
+		unseen = append(unseen, fmt.Sprintf("order %s: %d calls accepted at the server, %d charged by the ledger, %d cancelled before charging",
+			d.OrderID, len(d.Charges), charged[d.OrderID], stopped[d.OrderID]))
+	}
+	if len(unseen) == 0 {
+		return ""
+	}
+	return "the wire presumes every accepted call charged, and the server saw calls cancelled (call_cancelled) before they charged: " +
+		strings.Join(unseen, "; ")
+}
+
+// unseenDrops explains the orphaned results the ledger's account finds
+// and the wire's does not by results the server dropped (result_dropped:
+// no session, or at 2026-07-28 no stream, to write them to): nothing of a
+// dropped result crosses the wire, so the wire cannot count it unread.
+func unseenDrops(_ Input, ledger, fromWire *Accounts) string {
+	silent := 0
+	for _, o := range ledger.Orphaned {
+		if o.Surfaced {
+			continue
+		}
+		if !o.Dropped {
+			return "" // a result written and never read: the wire should see it too
+		}
+		silent++
+	}
+	for _, o := range fromWire.Orphaned {
+		if !o.Surfaced {
+			return ""
+		}
+	}
+	if silent == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the server dropped %s it had nowhere to write (result_dropped), and nothing of a dropped result crosses the wire",
+		count(silent, "result"))
 }
 
 // unseenKilledCharges explains the duplicate charges the wire's account

@@ -8,25 +8,30 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// cells composes and validates one experiment per scenario, client and
-// server, in table order.
+// cells composes and validates one experiment per scenario, protocol,
+// client and server that runs, in table order.
 func (c *composer) cells(m *Matrix) []Cell {
 	var out []Cell
 	for i := range c.file.Scenarios {
 		s := &c.file.Scenarios[i]
-		for ci, cl := range m.Clients {
-			for si, sv := range m.Servers {
-				x, err := c.compose(s, &c.file.Clients[ci], &c.file.Servers[si], cl, sv)
-				var se *spec.Error
-				switch {
-				case errors.As(err, &se):
-					for _, p := range se.Problems {
-						c.addProblem(p)
+		for _, p := range m.tableProtocols() {
+			for ci, cl := range m.Clients {
+				for si, sv := range m.Servers {
+					if m.notRun(s.Name, cl, sv, p) {
+						continue
 					}
-				case err != nil:
-					c.add(nil, "", "%v", err)
-				default:
-					out = append(out, Cell{Scenario: s.Name, Client: cl, Server: sv, Experiment: x})
+					x, err := c.compose(s, &c.file.Clients[ci], &c.file.Servers[si], cl, sv, p)
+					var se *spec.Error
+					switch {
+					case errors.As(err, &se):
+						for _, p := range se.Problems {
+							c.addProblem(p)
+						}
+					case err != nil:
+						c.add(nil, "", "%v", err)
+					default:
+						out = append(out, Cell{Scenario: s.Name, Client: cl, Server: sv, Protocol: p, Experiment: x})
+					}
 				}
 			}
 		}
@@ -34,28 +39,50 @@ func (c *composer) cells(m *Matrix) []Cell {
 	return out
 }
 
+// notRun reports whether the cell is one of m.NotRun.
+func (m *Matrix) notRun(scenario, client, server, protocol string) bool {
+	for _, n := range m.NotRun {
+		if n.Scenario == scenario && n.Protocol == protocol && (n.Client == "" || n.Client == client && n.Server == server) {
+			return true
+		}
+	}
+	return false
+}
+
 // compose builds one cell's experiment from the matrix file's nodes, so a
-// problem in it is located in the matrix file.
-func (c *composer) compose(s *Scenario, client, server *yaml.Node, cl, sv string) (*spec.Experiment, error) {
+// problem in it is located in the matrix file. A protocol other than ""
+// is the cell's client.protocol, over what the entries say.
+func (c *composer) compose(s *Scenario, client, server *yaml.Node, cl, sv, protocol string) (*spec.Experiment, error) {
 	f := c.file
+	key := Key(cl, sv, protocol)
 	root := mapping()
-	set(root, "name", scalar(fmt.Sprintf("%s-%s-%s-on-%s", f.Name, s.Name, cl, sv)))
-	set(root, "description", scalar(fmt.Sprintf("%s (%s client, %s server; matrix %s)", s.Description, cl, sv, f.Name)))
+	name := fmt.Sprintf("%s-%s-%s-on-%s", f.Name, s.Name, cl, sv)
+	about := fmt.Sprintf("%s client, %s server", cl, sv)
+	clientNode := merge(client, &s.Client)
+	if protocol != "" {
+		name += "-at-" + protocol
+		about += " at " + protocol
+		at := mapping()
+		set(at, "protocol", scalar(protocol))
+		clientNode = merge(clientNode, at)
+	}
+	set(root, "name", scalar(name))
+	set(root, "description", scalar(fmt.Sprintf("%s (%s; matrix %s)", s.Description, about, f.Name)))
 	setIf(root, "seed", &f.Seed)
 	setIf(root, "time_scale", &f.TimeScale)
 	set(root, "server", merge(server, &s.Server))
-	set(root, "client", merge(client, &s.Client))
+	set(root, "client", clientNode)
 	if s.Workload.Kind != 0 {
 		set(root, "workload", &s.Workload)
 	} else {
 		setIf(root, "workload", &f.Workload)
 	}
 	setIf(root, "faults", &s.Faults)
-	expect := f.Expect[s.Name][Key(cl, sv)]
+	expect := f.Expect[s.Name][key]
 	set(root, "expect", &expect)
 	src, err := yaml.Marshal(root)
 	if err != nil {
-		return nil, fmt.Errorf("matrix %s: cell %s/%s: %w", f.Name, s.Name, Key(cl, sv), err)
+		return nil, fmt.Errorf("matrix %s: cell %s/%s: %w", f.Name, s.Name, key, err)
 	}
 	return spec.ParseNode(c.path, root, src)
 }

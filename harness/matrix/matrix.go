@@ -11,20 +11,30 @@
 // does today, so a change in an SDK's behaviour shows up as an unmet
 // expectation. Nothing in a table is typed in: every cell is a verdict
 // from a run that `chaosrun report` can judge again.
+//
+// A matrix file may list protocols (client.protocol values): every cell is
+// then one client, one server and one protocol, named client@server@protocol
+// in expect:, and a file without them names its cells client@server at the
+// experiment's default protocol. A pair that cannot speak a protocol
+// (spec.Unspoken), and a scenario that needs what a protocol lacks (its
+// needs:, see [Needs]), are not run: the table says why in their place.
 package matrix
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/spec"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"gopkg.in/yaml.v3"
 )
 
@@ -38,9 +48,12 @@ type File struct {
 	Clients     []yaml.Node `yaml:"clients"`  // client mappings, each with its target
 	Servers     []yaml.Node `yaml:"servers"`  // server mappings, each with its target
 	Workload    yaml.Node   `yaml:"workload"` // the default workload of every scenario
-	Scenarios   []Scenario  `yaml:"scenarios"`
-	// Expect maps a scenario name, then "client@server", to that cell's
-	// expect: block.
+	// Protocols lists the client.protocol of every cell, one table per
+	// protocol; absent, every cell runs at the experiment default.
+	Protocols yaml.Node  `yaml:"protocols"`
+	Scenarios []Scenario `yaml:"scenarios"`
+	// Expect maps a scenario name, then the cell's key (see [Key]), to that
+	// cell's expect: block.
 	Expect map[string]map[string]yaml.Node `yaml:"expect"`
 }
 
@@ -53,6 +66,39 @@ type Scenario struct {
 	Client      yaml.Node `yaml:"client"`
 	Workload    yaml.Node `yaml:"workload"`
 	Faults      yaml.Node `yaml:"faults"`
+	// Needs lists what the scenario needs of a protocol (see [Needs]); at
+	// a protocol lacking one it is not run.
+	Needs yaml.Node `yaml:"needs"`
+}
+
+// What a scenario can need of a protocol revision (Scenario.Needs).
+const (
+	// NeedSessions: a session the server can expire (2025-03-26 to
+	// 2025-11-25).
+	NeedSessions = "sessions"
+	// NeedResumption: a stream resumed with Last-Event-ID (2025-03-26 to
+	// 2025-11-25).
+	NeedResumption = "resumption"
+	// NeedStreamCancellation: a closed response stream cancels its request
+	// (2026-07-28).
+	NeedStreamCancellation = "stream_cancellation"
+)
+
+// Needs lists the values of a scenario's needs:.
+var Needs = []string{NeedSessions, NeedResumption, NeedStreamCancellation}
+
+// lacks says why protocol cannot run a scenario that needs need, or "".
+func lacks(need, protocol string) string {
+	modern := mcpwire.ModernVersion(protocol)
+	switch {
+	case need == NeedSessions && modern:
+		return "needs sessions, and " + protocol + " has none"
+	case need == NeedResumption && modern:
+		return "needs Last-Event-ID resumption, and " + protocol + " has none"
+	case need == NeedStreamCancellation && !modern:
+		return "needs a closed response stream to cancel its call, which " + cmp.Or(protocol, mcpwire.LatestVersion) + " does not do"
+	}
+	return ""
 }
 
 // Matrix is a loaded matrix: its cells, each an experiment.
@@ -62,21 +108,41 @@ type Matrix struct {
 	Path        string
 	Clients     []string // client targets, in table order
 	Servers     []string // server targets, in table order
+	Protocols   []string // the protocols listed, in table order; none: the default
 	Scenarios   []Scenario
 	Cells       []Cell
+	// NotRun are the cells the matrix does not run, and why.
+	NotRun []NotRun
 	// Share is the share of the cells the matrix holds ("2/4"; see
 	// Matrix.Shard), empty for all of them.
 	Share string
 }
 
-// Cell is one experiment of the matrix.
+// Cell is one experiment of the matrix. Protocol is "" when the matrix
+// lists no protocols.
 type Cell struct {
-	Scenario, Client, Server string
-	Experiment               *spec.Experiment
+	Scenario, Client, Server, Protocol string
+	Experiment                         *spec.Experiment
 }
 
-// Key is how expect: names a cell within its scenario.
-func Key(client, server string) string { return client + "@" + server }
+// NotRun is a cell the matrix does not run, or (Client and Server empty)
+// a whole scenario at one protocol, with why.
+type NotRun struct {
+	Scenario string `json:"scenario"`
+	Client   string `json:"client,omitempty"`
+	Server   string `json:"server,omitempty"`
+	Protocol string `json:"protocol"`
+	Why      string `json:"why"`
+}
+
+// Key is how expect: names a cell within its scenario: client@server, and
+// client@server@protocol when the matrix lists protocols.
+func Key(client, server, protocol string) string {
+	if protocol == "" {
+		return client + "@" + server
+	}
+	return client + "@" + server + "@" + protocol
+}
 
 var (
 	nameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
@@ -154,8 +220,9 @@ func (c *composer) addProblem(p spec.Problem) {
 	}
 }
 
-// check validates what the cells cannot: names, targets, and that every
-// cell has an expectation and every expectation a cell.
+// check validates what the cells cannot: names, targets, protocols and
+// needs, and that every cell run has an expectation and every expectation
+// a cell that runs.
 func (c *composer) check(m *Matrix) {
 	f := c.file
 	if !nameRE.MatchString(f.Name) {
@@ -163,7 +230,9 @@ func (c *composer) check(m *Matrix) {
 	}
 	m.Clients = c.targets(f.Clients, "clients")
 	m.Servers = c.targets(f.Servers, "servers")
+	m.Protocols = c.protocols(&f.Protocols)
 	scenarios := map[string]bool{}
+	runs, notRun := map[string]map[string]bool{}, map[string]map[string]string{}
 	for i, s := range f.Scenarios {
 		field := fmt.Sprintf("scenarios[%d].name", i)
 		switch {
@@ -173,11 +242,30 @@ func (c *composer) check(m *Matrix) {
 			c.add(nil, field, "%q names two scenarios", s.Name)
 		}
 		scenarios[s.Name] = true
-		cells := f.Expect[s.Name]
-		for _, cl := range m.Clients {
-			for _, sv := range m.Servers {
-				if _, ok := cells[Key(cl, sv)]; !ok {
-					c.add(nil, "expect."+s.Name+"."+Key(cl, sv), "missing: every cell states what it should conclude")
+		runs[s.Name], notRun[s.Name] = map[string]bool{}, map[string]string{}
+		needs := c.needs(&f.Scenarios[i].Needs, i)
+		for _, p := range m.tableProtocols() {
+			if why := scenarioLacks(needs, p); why != "" {
+				m.NotRun = append(m.NotRun, NotRun{Scenario: s.Name, Protocol: p, Why: why})
+				for _, cl := range m.Clients {
+					for _, sv := range m.Servers {
+						notRun[s.Name][Key(cl, sv, p)] = why
+					}
+				}
+				continue
+			}
+			for _, cl := range m.Clients {
+				for _, sv := range m.Servers {
+					key := Key(cl, sv, p)
+					if why := cmp.Or(spec.Unspoken(true, cl, p), spec.Unspoken(false, sv, p)); why != "" {
+						m.NotRun = append(m.NotRun, NotRun{Scenario: s.Name, Client: cl, Server: sv, Protocol: p, Why: why})
+						notRun[s.Name][key] = why
+						continue
+					}
+					runs[s.Name][key] = true
+					if _, ok := f.Expect[s.Name][key]; !ok {
+						c.add(nil, "expect."+s.Name+"."+key, "missing: every cell states what it should conclude")
+					}
 				}
 			}
 		}
@@ -185,18 +273,80 @@ func (c *composer) check(m *Matrix) {
 	if len(f.Scenarios) == 0 {
 		c.add(nil, "scenarios", "is required: at least one scenario")
 	}
+	keys := "client@server of the listed targets"
+	if len(m.Protocols) > 0 {
+		keys = "client@server@protocol of the listed targets and protocols"
+	}
 	for name, cells := range f.Expect {
 		if !scenarios[name] {
 			c.add(nil, "expect."+name, "no scenario has this name")
 			continue
 		}
 		for key, n := range cells {
-			cl, sv, _ := strings.Cut(key, "@")
-			if !contains(m.Clients, cl) || !contains(m.Servers, sv) {
-				c.add(&n, "expect."+name+"."+key, "no such cell: keys are client@server of the listed targets")
+			switch why, skipped := notRun[name][key]; {
+			case skipped:
+				c.add(&n, "expect."+name+"."+key, "this cell is not run (%s): it has nothing to expect", why)
+			case !runs[name][key]:
+				c.add(&n, "expect."+name+"."+key, "no such cell: keys are %s", keys)
 			}
 		}
 	}
+}
+
+// tableProtocols are the protocols of the tables: those listed, else one
+// table at the default ("").
+func (m *Matrix) tableProtocols() []string {
+	if len(m.Protocols) == 0 {
+		return []string{""}
+	}
+	return m.Protocols
+}
+
+// scenarioLacks says why a scenario with needs is not run at protocol, or "".
+func scenarioLacks(needs []string, protocol string) string {
+	for _, n := range needs {
+		if why := lacks(n, protocol); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// protocols reads the protocols: list.
+func (c *composer) protocols(n *yaml.Node) []string {
+	return c.list(n, "protocols", spec.Protocols(), "a protocol")
+}
+
+// needs reads scenario i's needs: list.
+func (c *composer) needs(n *yaml.Node, i int) []string {
+	return c.list(n, fmt.Sprintf("scenarios[%d].needs", i), Needs, "a need")
+}
+
+// list reads a list of distinct values from allowed; absent is empty.
+func (c *composer) list(n *yaml.Node, field string, allowed []string, what string) []string {
+	if n.Kind == 0 {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		c.add(n, field, "must be a list of %s (%s)", strings.TrimPrefix(what, "a ")+"s", strings.Join(allowed, ", "))
+		return nil
+	}
+	var out []string
+	for i, v := range n.Content {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		switch {
+		case v.Kind != yaml.ScalarNode || !slices.Contains(allowed, v.Value):
+			c.add(v, f, "must be one of %s, got %q", strings.Join(allowed, ", "), v.Value)
+		case slices.Contains(out, v.Value):
+			c.add(v, f, "%q is listed twice", v.Value)
+		default:
+			out = append(out, v.Value)
+		}
+	}
+	if len(n.Content) == 0 {
+		c.add(n, field, "is empty: list %s, or leave it out", what)
+	}
+	return out
 }
 
 // targets reads the target of every client or server entry.

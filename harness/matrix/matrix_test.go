@@ -140,6 +140,7 @@ func TestTabulateAndMarkdown(t *testing.T) {
 
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte(small))
+	f.Add([]byte(twoEras))
 	f.Add([]byte("name: x\nclients: [{target: naive}]\nservers: [{}]\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		path := filepath.Join(t.TempDir(), "m.yaml")
@@ -149,6 +150,14 @@ func FuzzLoad(f *testing.F) {
 			require.ErrorIs(t, err, spec.ErrInvalid)
 			return
 		}
-		require.Len(t, m.Cells, len(m.Clients)*len(m.Servers)*len(m.Scenarios))
+		notRun := 0
+		for _, n := range m.NotRun {
+			if n.Client == "" {
+				notRun += len(m.Clients) * len(m.Servers)
+			} else {
+				notRun++
+			}
+		}
+		require.Equal(t, len(m.Clients)*len(m.Servers)*len(m.Scenarios)*len(m.tableProtocols()), len(m.Cells)+notRun)
 	})
 }

@@ -30,6 +30,11 @@ type Table struct {
 	Versions    map[string]string `json:"versions"` // implementation → version under test
 	Clients     []string          `json:"clients"`
 	Servers     []string          `json:"servers"`
+	// Protocols are the matrix's protocols, one table each per scenario;
+	// empty when it lists none.
+	Protocols []string `json:"protocols,omitempty"`
+	// NotRun are the cells (or scenarios at a protocol) not run, and why.
+	NotRun []NotRun `json:"not_run,omitempty"`
 	// Shard is the share of the cells the table holds ("2/4"), empty
 	// when it holds them all; the others' cells are blank.
 	Shard     string         `json:"shard,omitempty"`
@@ -49,6 +54,7 @@ type CellResult struct {
 	Scenario   string        `json:"scenario"`
 	Client     string        `json:"client"`
 	Server     string        `json:"server"`
+	Protocol   string        `json:"protocol,omitempty"`
 	Expected   string        `json:"expected"`
 	Verdict    string        `json:"verdict"` // "error" when the harness failed
 	Violations []string      `json:"violations"`
@@ -65,13 +71,13 @@ func Tabulate(m *Matrix, run *harness.Run, versions map[string]string) (*Table, 
 		return nil, fmt.Errorf("matrix %s: %d results for %d cells", m.Name, len(run.Results), len(m.Cells))
 	}
 	t := &Table{Name: m.Name, Description: strings.TrimSpace(m.Description), Source: m.Path, RunID: run.ID, Runtime: run.Runtime,
-		Versions: versions, Clients: m.Clients, Servers: m.Servers, Shard: m.Share}
+		Versions: versions, Clients: m.Clients, Servers: m.Servers, Protocols: m.Protocols, NotRun: m.NotRun, Shard: m.Share}
 	for _, s := range m.Scenarios {
 		t.Scenarios = append(t.Scenarios, ScenarioInfo{Name: s.Name, Description: strings.TrimSpace(s.Description)})
 	}
 	for i, c := range m.Cells {
 		r := run.Results[i]
-		cr := CellResult{Scenario: c.Scenario, Client: c.Client, Server: c.Server, Expected: r.Expected,
+		cr := CellResult{Scenario: c.Scenario, Client: c.Client, Server: c.Server, Protocol: c.Protocol, Expected: r.Expected,
 			Verdict: "error", Violations: []string{}, Met: r.Met, Reasons: r.Reasons, Dir: r.Dir}
 		if r.Verdict != nil {
 			cr.Verdict, cr.Violations, cr.Figures = r.Verdict.Verdict, r.Verdict.Violations, r.Verdict.Figures
@@ -105,16 +111,19 @@ func (t *Table) Save(dir string) error {
 
 // short names the invariants in a cell.
 var short = map[string]string{
-	check.NoDuplicateSideEffects: "duplicate",
-	check.NoSilentEventLoss:      "silent loss",
-	check.NoSessionFork:          "fork",
-	check.NoOrphanedResults:      "orphan",
-	check.OutcomesResolved:       "blind retry or unresolved",
+	check.NoDuplicateSideEffects:   "duplicate",
+	check.NoSilentEventLoss:        "silent loss",
+	check.NoSessionFork:            "fork",
+	check.NoOrphanedResults:        "orphan",
+	check.OutcomesResolved:         "blind retry or unresolved",
+	check.CancelledCommitsSurfaced: "cancelled commit unsurfaced",
 }
 
-// WriteMarkdown writes one table per scenario: clients down, servers
-// across, each cell the verdict, the invariants violated, and the unknown
-// outcomes, marked ✗ where it differs from the expectation.
+// WriteMarkdown writes one table per scenario (and protocol, when the
+// matrix lists protocols): clients down, servers across, each cell the
+// verdict, the invariants violated, and the unknown outcomes, marked ✗
+// where it differs from the expectation; a cell not run says why after a
+// dash, and a scenario not run at a protocol says why in place of its table.
 func (t *Table) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "# %s\n\n", t.Name)
 	if t.Description != "" {
@@ -126,24 +135,51 @@ func (t *Table) WriteMarkdown(w io.Writer) error {
 	if t.Shard != "" {
 		fmt.Fprintf(w, "Shard %s of the cells: the other shards' cells are blank; `chaosrun merge` joins the shards.\n\n", t.Shard)
 	}
-	fmt.Fprintln(w, "Each cell: the verdict, the invariants violated (duplicate charge, silent event loss, session fork, orphaned result, blind retry or unresolved outcome), and how many calls ended with an unknown outcome. ✗ marks a cell whose verdict differs from its recorded expectation.")
+	fmt.Fprintln(w, "Each cell: the verdict, the invariants violated (duplicate charge, silent event loss, session fork, orphaned result, blind retry or unresolved outcome, a commit after a cancellation the client did not account for), and how many calls ended with an unknown outcome. ✗ marks a cell whose verdict differs from its recorded expectation; — marks a cell not run, and why.")
+	protocols := t.Protocols
+	if len(protocols) == 0 {
+		protocols = []string{""}
+	}
 	for _, s := range t.Scenarios {
-		fmt.Fprintf(w, "\n## %s\n\n%s\n\n", s.Name, s.Description)
-		fmt.Fprintf(w, "| client \\ server | %s |\n|---|%s\n", strings.Join(t.Servers, " | "), strings.Repeat("---|", len(t.Servers)))
-		for _, cl := range t.Clients {
-			row := []string{cl}
-			for _, sv := range t.Servers {
-				row = append(row, t.cell(s.Name, cl, sv))
+		fmt.Fprintf(w, "\n## %s\n\n%s\n", s.Name, s.Description)
+		for _, p := range protocols {
+			if p != "" {
+				fmt.Fprintf(w, "\n### at %s\n", p)
 			}
-			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+			if why := t.notRun(s.Name, "", "", p); why != "" {
+				fmt.Fprintf(w, "\nNot run at %s: the scenario %s.\n", p, why)
+				continue
+			}
+			fmt.Fprintf(w, "\n| client \\ server | %s |\n|---|%s\n", strings.Join(t.Servers, " | "), strings.Repeat("---|", len(t.Servers)))
+			for _, cl := range t.Clients {
+				row := []string{cl}
+				for _, sv := range t.Servers {
+					row = append(row, t.cell(s.Name, cl, sv, p))
+				}
+				fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+			}
 		}
 	}
 	return nil
 }
 
-func (t *Table) cell(scenario, client, server string) string {
+// notRun is why the cell (client and server "": the scenario) was not run
+// at protocol, or "".
+func (t *Table) notRun(scenario, client, server, protocol string) string {
+	for _, n := range t.NotRun {
+		if n.Scenario == scenario && n.Protocol == protocol && n.Client == client && n.Server == server {
+			return n.Why
+		}
+	}
+	return ""
+}
+
+func (t *Table) cell(scenario, client, server, protocol string) string {
+	if why := t.notRun(scenario, client, server, protocol); why != "" {
+		return "— " + why
+	}
 	for _, c := range t.Cells {
-		if c.Scenario != scenario || c.Client != client || c.Server != server {
+		if c.Scenario != scenario || c.Client != client || c.Server != server || c.Protocol != protocol {
 			continue
 		}
 		var parts []string

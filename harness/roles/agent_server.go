@@ -43,6 +43,7 @@ type serverFlags struct {
 	image         string
 	readyTimeout  time.Duration
 	fixedAddr     string
+	stateless     bool
 }
 
 // serverLong is the server agent's help, and the contract of the
@@ -126,6 +127,7 @@ func newServerAgentCmd() *cobra.Command {
 	fl.StringVar(&f.cfg.OnCancel, "on-cancel", tools.OnCancelStop, "what a tool does when its request is cancelled (2026-07-28: its stream closes): stop, ignore or commit_then_notice")
 	fl.StringSliceVar(&f.allowedOrigin, "allowed-origin", nil, "Origin values allowed besides loopback ones (repeatable); * allows any")
 	fl.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running tools may finish")
+	fl.BoolVar(&f.stateless, "stateless", false, "go-sdk: serve stateless (StreamableHTTPOptions.Stateless), the SDK's way of speaking 2026-07-28")
 	fl.StringArrayVar(&f.command, "command", nil, "target command: the command and its arguments, one flag each")
 	fl.StringVar(&f.fixedAddr, "listen", "", "target command: the fixed host:port the command listens on, instead of --addr")
 	fl.DurationVar(&f.readyTimeout, "ready-timeout", byo.DefaultReadyTimeout, "target command: how long the command may take to accept connections")
@@ -157,7 +159,7 @@ func (f *serverFlags) build(clock runclock.Clock, stderr io.Writer) (serverTarge
 		return srv, nil
 	case gosdk.Target:
 		srv, err := gosdk.NewServer(gosdk.ServerConfig{RetentionEvents: f.cfg.RetentionEvents, SessionTTL: f.cfg.SessionTTL,
-			DefaultChargeDuration: f.cfg.DefaultChargeDuration, Recorder: f.recorder(), Clock: clock, Logger: f.logger(stderr, "server")})
+			Stateless: f.stateless, OnCancel: f.cfg.OnCancel, DefaultChargeDuration: f.cfg.DefaultChargeDuration, Recorder: f.recorder(), Clock: clock, Logger: f.logger(stderr, "server")})
 		if err != nil {
 			return nil, exitcode.With(exitcode.Invalid, err)
 		}

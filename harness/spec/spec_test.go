@@ -128,10 +128,12 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 			"workload.calls[0].args.order_id: unknown placeholder {{cal}} (known: {{call}}, {{client}})"},
 		{"an unknown protocol", [2]string{"target: naive", "target: naive\n  protocol: 2026-01-01"},
 			`client.protocol: must be one of 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28, got "2026-01-01"`},
-		{"2026-07-28 from an SDK client", [2]string{"target: naive", "target: go-sdk\n  protocol: 2026-07-28"},
-			"client.protocol: 2026-07-28 is spoken by the naive and resumable clients, not by the go-sdk client adapter"},
-		{"2026-07-28 to an SDK server", [2]string{"  keepalive: 0s\nclient:\n  target: naive", "  target: mcp-go\nclient:\n  target: naive\n  protocol: 2026-07-28"},
-			"server.target: client.protocol is 2026-07-28, which the mcp-go server adapter does not speak"},
+		{"2026-07-28 from the mcp-go client", [2]string{"target: naive", "target: mcp-go\n  protocol: 2026-07-28"},
+			"x.yaml:10:13: client.protocol: 2026-07-28 is spoken by the naive, resumable and go-sdk clients, not by the mcp-go client adapter " +
+				"(mcp-go v1.2.1 itself has 2026-07-28 (client.WithProtocolVersion and server/discover in its client, a stateless handler in its server), " +
+				"but chaosrun's mcp-go adapters drive it at the session revisions only)"},
+		{"2026-07-28 to the mcp-go server", [2]string{"  keepalive: 0s\nclient:\n  target: naive", "  target: mcp-go\nclient:\n  target: naive\n  protocol: 2026-07-28"},
+			"x.yaml:7:11: server.target: client.protocol is 2026-07-28, which the mcp-go server adapter does not speak (mcp-go v1.2.1 itself has 2026-07-28"},
 		{"drop_tasks without tasks", [2]string{"kind: idle_timeout, at: 0s, params: {idle: 60s, close: reset}", "kind: drop_tasks, at: 0s"},
 			"faults[0].kind: drop_tasks needs the reference server's task store: set server.tasks: extension or legacy"},
 		{"legacy tasks from the naive client", [2]string{"target: naive", "target: naive\n  tasks: legacy"},
@@ -260,4 +262,36 @@ func TestParseModern(t *testing.T) {
 	_, err = Parse("x.yaml", []byte(bad))
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.Contains(t, err.Error(), "x.yaml:18:12: faults[0].kind: terminate_session needs a session, and there are none at 2026-07-28 (client.protocol)")
+}
+
+// TestParseModernGoSDK: the go-sdk adapters speak 2026-07-28 in both roles.
+func TestParseModernGoSDK(t *testing.T) {
+	src := strings.NewReplacer("  retention_events: 100\n  keepalive: 0s\n", "  target: go-sdk\n",
+		"  target: naive\n  backoff: {initial: 1s, max: 30s, retries: 1}\n", "  target: go-sdk\n  protocol: 2026-07-28\n  backoff: {retries: 1}\n").Replace(good)
+	require.NotEqual(t, good, src)
+	x, err := Parse("x.yaml", []byte(src))
+	require.NoError(t, err)
+	assert.Equal(t, "go-sdk", x.Server.Target)
+	assert.Equal(t, "go-sdk", x.Client.Target)
+	assert.Equal(t, "2026-07-28", x.Client.Protocol)
+}
+
+func TestUnspoken(t *testing.T) {
+	tests := []struct {
+		client           bool
+		target, protocol string
+		want             string
+	}{
+		{true, "go-sdk", "2026-07-28", ""},
+		{false, "go-sdk", "2026-07-28", ""},
+		{true, "naive", "2026-07-28", ""},
+		{false, "reference", "2026-07-28", ""},
+		{true, "mcp-go", "2026-07-28", "mcp-go does not speak 2026-07-28"},
+		{false, "mcp-go", "2026-07-28", "mcp-go does not speak 2026-07-28"},
+		{true, "mcp-go", "2025-11-25", ""},
+		{false, "mcp-go", "2025-03-26", ""},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, Unspoken(tc.client, tc.target, tc.protocol), "%+v", tc)
+	}
 }

@@ -220,29 +220,67 @@ func Protocols() []string {
 	return append(slices.Clone(mcpwire.Versions), mcpwire.Version20260728)
 }
 
-// modernClients and modernServers are the targets that speak 2026-07-28;
-// the SDK adapters speak only the session revisions so far.
+// modernClients and modernServers are the targets that speak 2026-07-28:
+// chaosrun's own clients, the go-sdk adapters (its client through
+// ClientSessionOptions.ProtocolVersion, its server stateless), and the
+// bring-your-own servers, which answer for themselves.
 var (
-	modernClients = []string{targets.Naive, targets.Resumable}
-	modernServers = []string{targets.Reference, targets.Command, targets.Image}
+	modernClients = []string{targets.Naive, targets.Resumable, targets.GoSDK}
+	modernServers = []string{targets.Reference, targets.GoSDK, targets.Command, targets.Image}
 )
+
+// mcpgoModern is why the mcp-go adapters stay at the session revisions:
+// the SDK has the revision, the adapters do not drive it.
+const mcpgoModern = "mcp-go v1.2.1 itself has 2026-07-28 (client.WithProtocolVersion and server/discover in its client, " +
+	"a stateless handler in its server), but chaosrun's mcp-go adapters drive it at the session revisions only"
+
+// Unspoken says why the client or server target cannot take part in an
+// experiment at protocol ("" when it can), in a few words fit for a table
+// cell: "mcp-go does not speak 2026-07-28".
+func Unspoken(client bool, target, protocol string) string {
+	if !mcpwire.ModernVersion(protocol) {
+		return ""
+	}
+	speakers := modernServers
+	if client {
+		speakers = modernClients
+	}
+	if slices.Contains(speakers, target) {
+		return ""
+	}
+	return fmt.Sprintf("%s does not speak %s", target, protocol)
+}
 
 // validateModern checks what an experiment at 2026-07-28 can ask for: a
 // client and a server that speak it, and no fault that needs a session.
 func (x *Experiment) validateModern(bad badFunc) {
 	const v = mcpwire.Version20260728
-	if c := x.Client.Target; !slices.Contains(modernClients, c) {
-		bad("client.protocol", "%s is spoken by the %s clients, not by the %s client adapter (it speaks the session revisions only)",
-			v, strings.Join(modernClients, " and "), c)
+	why := func(target string) string {
+		if target == targets.MCPGo {
+			return mcpgoModern
+		}
+		return "it speaks the session revisions only"
 	}
-	if s := x.Server.Target; !slices.Contains(modernServers, s) {
-		bad("server.target", "client.protocol is %s, which the %s server adapter does not speak (use %s)", v, s, strings.Join(modernServers, ", "))
+	if c := x.Client.Target; Unspoken(true, c, v) != "" {
+		bad("client.protocol", "%s is spoken by the %s clients, not by the %s client adapter (%s)",
+			v, list(modernClients), c, why(c))
+	}
+	if s := x.Server.Target; Unspoken(false, s, v) != "" {
+		bad("server.target", "client.protocol is %s, which the %s server adapter does not speak (%s; use %s)", v, s, why(s), strings.Join(modernServers, ", "))
 	}
 	for i, f := range x.Faults {
 		if f.Kind == faults.KindExpireSession || f.Kind == faults.KindTerminateSession {
 			bad(fmt.Sprintf("faults[%d].kind", i), "%s needs a session, and there are none at %s (client.protocol)", f.Kind, v)
 		}
 	}
+}
+
+// list joins names as a sentence does: "a, b and c".
+func list(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {

@@ -45,6 +45,22 @@
 //     request; paused while a POST is in flight).
 //   - The server never answers 5xx by itself, except 500 when a session or a
 //     stream cannot be created.
+//   - 2026-07-28 needs StreamableHTTPOptions.Stateless ([ServerConfig].Stateless,
+//     set when the experiment's client speaks it): every POST is served by a
+//     throwaway session, GET and DELETE get 405 (Allow: POST), no
+//     Mcp-Session-Id is read or set; server/discover lists 2026-07-28 and the
+//     session revisions; Mcp-Method or Mcp-Name not the body's gets 400 with
+//     -32020; a missing _meta version 400 with -32602; an unknown version
+//     newer than 2026-07-28 400 with -32022 and the supported list, an older
+//     one 400 in plain text. The session revisions are still served, one
+//     request at a time, with a priming event whose id no GET can resume.
+//   - A closed 2026-07-28 response stream does not cancel the tool with the
+//     SDK's default options (PropagateRequestCancellation off): the handler's
+//     context outlives the POST, the charge lands, and its result goes
+//     nowhere. The host watches the call's connection (sdkserver.Front) and
+//     records that result dropped (stream_closed); it runs a 2026-07-28 call
+//     under the handler's context, so a cancellation the SDK did deliver would
+//     reach the tool (ServerConfig.OnCancel).
 //
 // Ledger lifecycle: session_opened when initialize succeeds (a receiving
 // middleware sees the client's name and the negotiated version),
@@ -82,7 +98,11 @@
 //     applicable), and the SDK never reports a gap.
 //   - The SDK's default protocol version, 2026-07-28, has no sessions and no
 //     resumption; the adapter asks for workload.Options.Protocol, else
-//     2025-11-25.
+//     2025-11-25. At 2026-07-28 the SDK connects with server/discover (the
+//     session has no id; history session_new has none either), and a call
+//     whose stream breaks is neither resumed nor issued again: it fails at
+//     once and the adapter records it unknown. The next call goes out on the
+//     same client.
 //
 // The adapter reports stream_break, reconnect and resume by observing the
 // SDK's HTTP traffic (sdkclient.Tracker), not from SDK callbacks: the SDK

@@ -13,6 +13,7 @@ import (
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkserver"
 	"github.com/chaosrun/chaosrun/targets/tools"
 )
@@ -44,7 +45,18 @@ type ServerConfig struct {
 	// SessionTTL is StreamableHTTPOptions.SessionTimeout: a session with no
 	// HTTP request for this long is closed (the timer is paused while a
 	// POST is in flight). 0 = never.
-	SessionTTL            time.Duration
+	SessionTTL time.Duration
+	// Stateless is StreamableHTTPOptions.Stateless, which is how the SDK
+	// speaks 2026-07-28: every POST is served by a session of its own that
+	// ends with it, GET and DELETE answer 405, and no Mcp-Session-Id is read
+	// or set (see the package doc for what it does at each version).
+	// RetentionEvents and SessionTTL then mean nothing.
+	Stateless bool
+	// OnCancel is what a tool does when the SDK cancels its request (a
+	// 2026-07-28 request whose handler context ends): one of
+	// tools.OnCancelModes, "" is stop. The SDK's default options never
+	// cancel one when its response stream closes (see the package doc).
+	OnCancel              string
 	DefaultChargeDuration time.Duration
 	Recorder              sideeffects.Recorder // nil = sideeffects.NewMemory()
 	Source                string               // Record.Source, default "go-sdk"
@@ -79,7 +91,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	s := &Server{host: sdkserver.NewHost(sdkserver.Config{
 		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: log,
-		DefaultChargeDuration: cfg.DefaultChargeDuration,
+		DefaultChargeDuration: cfg.DefaultChargeDuration, OnCancel: cfg.OnCancel,
 	})}
 	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "chaosrun-" + Target, Version: SDKVersion}, &mcp.ServerOptions{Logger: log})
 	for _, d := range tools.Definitions() {
@@ -92,7 +104,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		store.SetMaxBytes(cfg.RetentionEvents * BytesPerEvent)
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.sdk }, &mcp.StreamableHTTPOptions{
-		EventStore: store, SessionTimeout: cfg.SessionTTL, Logger: log,
+		EventStore: store, SessionTimeout: cfg.SessionTTL, Logger: log, Stateless: cfg.Stateless,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", sdkserver.Front(h, s.host))
@@ -174,10 +186,21 @@ func (s *Server) opened(ss *mcp.ServerSession, client, protocol string) {
 	}()
 }
 
-func request(req *mcp.CallToolRequest) sdkserver.Request {
+// request identifies a call for the host. A 2026-07-28 request (its
+// _meta names the version) says who the client is itself, and is
+// cancelled when the SDK ends its handler's context.
+func request(ctx context.Context, req *mcp.CallToolRequest) sdkserver.Request {
 	r := sdkserver.Request{Session: req.Session.ID()}
 	if req.Extra != nil && req.Extra.Header != nil {
 		r.RequestID = req.Extra.Header.Get(sdkserver.RequestIDHeader)
+		r.Stream = req.Extra.Header.Get(sdkserver.StreamHeader)
+	}
+	meta := req.Params.GetMeta()
+	if v, _ := meta[mcp.MetaKeyProtocolVersion].(string); mcpwire.ModernVersion(v) {
+		r.Cancelled = ctx.Done()
+		if info, ok := meta[mcpwire.MetaClientInfo].(map[string]any); ok {
+			r.Client, _ = info["name"].(string)
+		}
 	}
 	return r
 }
@@ -187,7 +210,7 @@ func request(req *mcp.CallToolRequest) sdkserver.Request {
 // what routes a notification to the call's stream. A call that asked for
 // no progress token gets its request id as the token.
 func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	r := request(req)
+	r := request(ctx, req)
 	token := req.Params.GetProgressToken()
 	if token == nil {
 		token = r.RequestID

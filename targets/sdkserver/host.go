@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,9 @@ type Config struct {
 	// DefaultChargeDuration is how long a charge runs when the call gives
 	// no duration_ms.
 	DefaultChargeDuration time.Duration
+	// OnCancel is what a tool does when its request is cancelled
+	// (Request.Cancelled): one of tools.OnCancelModes, "" is stop.
+	OnCancel string
 }
 
 // Request identifies one tool invocation on the server: the SDK's session
@@ -40,6 +44,36 @@ type Request struct {
 	RequestID string
 	// Task is the task the SDK runs the call as (2025-11-25 tasks), or "".
 	Task string
+	// Client is the calling client's name when the request says it itself
+	// (2026-07-28's _meta clientInfo); "" takes the session's.
+	Client string
+	// Cancelled closes when the SDK cancels the request (at 2026-07-28,
+	// the end of the handler's context); nil never does.
+	Cancelled <-chan struct{}
+	// Stream is the label [Front] gave the call's connection
+	// (StreamHeader), "" for none.
+	Stream string
+}
+
+// watchStream labels done, the end of a call's HTTP request, until forget.
+func (h *Host) watchStream(done <-chan struct{}) (label string, forget func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nstreams++
+	label = strconv.FormatInt(h.nstreams, 10)
+	h.streams[label] = done
+	return label, func() {
+		h.mu.Lock()
+		delete(h.streams, label)
+		h.mu.Unlock()
+	}
+}
+
+// stream is the end of the connection labelled label, or nil.
+func (h *Host) stream(label string) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.streams[label]
 }
 
 // Host runs the tool core (package targets/tools) inside an SDK server and
@@ -55,6 +89,8 @@ type Host struct {
 	stop context.CancelFunc
 
 	mu       sync.Mutex
+	streams  map[string]<-chan struct{} // Front's label -> closed when the call's connection ends
+	nstreams int64
 	sessions map[string]string // open session -> client name
 	closing  map[string]string // session -> reason noted before it closed
 	closed   map[string]bool
@@ -77,9 +113,10 @@ func NewHost(cfg Config) *Host {
 		ledger:   tools.Ledger{Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: cfg.Logger},
 		log:      cfg.Logger,
 		sessions: map[string]string{}, closing: map[string]string{}, closed: map[string]bool{},
-		tasks: map[string]tools.Call{},
+		tasks:   map[string]tools.Call{},
+		streams: map[string]<-chan struct{}{},
 	}
-	h.tools = tools.NewRunner(tools.Config{Ledger: h.ledger, DefaultChargeDuration: cfg.DefaultChargeDuration})
+	h.tools = tools.NewRunner(tools.Config{Ledger: h.ledger, DefaultChargeDuration: cfg.DefaultChargeDuration, OnCancel: cfg.OnCancel})
 	h.life, h.stop = context.WithCancel(context.Background())
 	return h
 }
@@ -168,33 +205,49 @@ func (h *Host) clientOf(session string) string {
 }
 
 // Call runs tool for req in the tool core and returns what the SDK should
-// answer. The tool runs until it ends or the host shuts down: ctx, the
-// SDK's request context, is only noted in call_finished's detail when it
-// ended meanwhile (a dropped connection, for some SDKs), since disconnect
-// is not cancel. An SDK shows a tool no event ids and no delivery, so the
-// result is recorded as written (on no stream known, event id 0) when it
-// is handed back to the SDK; a call run as a task (req.Task) names the
-// task as its records' stream, and its result is recorded when the SDK
-// hands it out ([Host.TaskResultFetched]), not when the SDK stores it.
-// emit may be nil for charge.
+// answer. The tool runs until it ends, the host shuts down, or
+// req.Cancelled closes (then the tool does what Config.OnCancel says, and
+// a tool that noticed writes no result, as the reference server's).
+// Otherwise ctx, the SDK's request context, is only noted in
+// call_finished's detail when it ended meanwhile (a dropped connection,
+// for some SDKs), since before 2026-07-28 disconnect is not cancel. An SDK
+// shows a tool no event ids and no delivery, so the result is recorded as
+// written (on no stream known, event id 0) when it is handed back to the
+// SDK; but a 2026-07-28 call whose connection (req.Stream) has already
+// closed has nowhere for its result to go, and it is recorded dropped
+// (reason "stream_closed"). A call run as a task (req.Task) names the task
+// as its records' stream, and its result is recorded when the SDK hands it
+// out ([Host.TaskResultFetched]), not when the SDK stores it. emit may be
+// nil for charge.
 func (h *Host) Call(ctx context.Context, req Request, tool string, args json.RawMessage, emit tools.Emit) tools.Outcome {
 	h.inflight.Add(1)
 	defer h.inflight.Add(-1)
-	c := tools.Call{Tool: tool, OrderID: tools.OrderID(args), Session: req.Session,
-		Client: h.clientOf(req.Session), RequestID: req.RequestID, Task: req.Task}
+	var gone <-chan struct{}
+	if req.Stream != "" {
+		gone = h.stream(req.Stream)
+	}
+	client := req.Client
+	if client == "" {
+		client = h.clientOf(req.Session)
+	}
+	c := tools.Call{Tool: tool, OrderID: tools.OrderID(args), Session: req.Session, Client: client, RequestID: req.RequestID, Task: req.Task}
 	if c.Task != "" {
 		h.mu.Lock()
 		h.tasks[c.Task] = c
 		h.mu.Unlock()
 	}
-	out := h.tools.Run(h.life, c, args, emit)
+	out := h.tools.RunRequest(h.life, req.Cancelled, c, args, emit)
 	if out.Interrupted {
 		out = tools.Failure(reasonShutdown, errShutdown)
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil && !out.Cancelled {
 		out.Detail = "request context ended during the call: " + err.Error()
 	}
-	if c.Task == "" {
+	switch {
+	case out.Cancelled, c.Task != "":
+	case closed(gone):
+		h.record(c.ResultDropped(out.IsError, "stream_closed"))
+	default:
 		h.record(c.ResultWritten("", 0, out.IsError))
 	}
 	h.record(c.Finished(out))
@@ -210,6 +263,19 @@ func (h *Host) TaskResultFetched(task string, isError bool) {
 	h.mu.Unlock()
 	if ok {
 		h.record(c.ResultWritten("task:"+task, 0, isError))
+	}
+}
+
+// closed reports whether ch (nil: never) has closed.
+func closed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -19,16 +19,29 @@ const RequestIDHeader = "X-Chaosrun-Request-Id"
 // request id. A larger body is passed on untouched and unlabelled.
 const maxPeekBytes = 4 << 20
 
+// StreamHeader carries, from [Front] to the tool, the label under which
+// the host watches the connection of a 2026-07-28 tools/call (see
+// [Host.Call]). A value sent by a client is removed first.
+const StreamHeader = "X-Chaosrun-Stream"
+
 // Front wraps an SDK's MCP handler. It labels a POST carrying one
-// tools/call request with [RequestIDHeader], and notes a DELETE of an open
-// session so that its session_closed record says "deleted".
+// tools/call request with [RequestIDHeader] (and, at 2026-07-28, where the
+// POST's response is the call's only stream, with [StreamHeader] for the
+// host to watch it close), and notes a DELETE of an open session so that
+// its session_closed record says "deleted".
 func Front(next http.Handler, host *Host) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(RequestIDHeader)
+		r.Header.Del(StreamHeader)
 		switch r.Method {
 		case http.MethodPost:
 			if id := peekCallID(r); id != "" {
 				r.Header.Set(RequestIDHeader, id)
+				if mcpwire.ModernVersion(r.Header.Get(mcpwire.HeaderProtocolVersion)) {
+					label, forget := host.watchStream(r.Context().Done())
+					defer forget()
+					r.Header.Set(StreamHeader, label)
+				}
 			}
 		case http.MethodDelete:
 			if sid := r.Header.Get(mcpwire.HeaderSessionID); host.HasSession(sid) {

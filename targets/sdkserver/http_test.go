@@ -1,6 +1,7 @@
 package sdkserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -121,6 +122,44 @@ func TestMountControl(t *testing.T) {
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, tc.expired, expired)
+		})
+	}
+}
+
+// TestFrontWatchesModernCallStreams: a 2026-07-28 tools/call is labelled
+// with the stream the host watches while the request is served, and only
+// then; a label sent by a client is removed.
+func TestFrontWatchesModernCallStreams(t *testing.T) {
+	const call = `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}`
+	tests := []struct {
+		name, version string
+		watched       bool
+	}{
+		{"2026-07-28", mcpwire.Version20260728, true},
+		{"2025-11-25", mcpwire.Version20251125, false},
+		{"no version", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			host := NewHost(Config{})
+			var label string
+			var during <-chan struct{}
+			h := Front(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				label = r.Header.Get(StreamHeader)
+				during = host.stream(label)
+			}), host)
+			ctx, cancel := context.WithCancel(context.Background()) // as a server's request has
+			defer cancel()
+			r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", strings.NewReader(call))
+			r.Header.Set(StreamHeader, "spoofed")
+			if tc.version != "" {
+				r.Header.Set(mcpwire.HeaderProtocolVersion, tc.version)
+			}
+			h.ServeHTTP(httptest.NewRecorder(), r)
+			assert.NotEqual(t, "spoofed", label)
+			assert.Equal(t, tc.watched, label != "")
+			assert.Equal(t, tc.watched, during != nil, "watched while served")
+			assert.Nil(t, host.stream(label), "forgotten once served")
 		})
 	}
 }

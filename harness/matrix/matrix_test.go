@@ -94,13 +94,7 @@ func TestLoadProblemsPointIntoTheMatrixFile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			src := strings.Replace(small, tc.replace[0], tc.replace[1], 1)
-			require.NotEqual(t, small, src)
-			_, err := Load(write(t, src))
-			require.ErrorIs(t, err, spec.ErrInvalid)
-			assert.Contains(t, err.Error(), tc.want)
-			var se *spec.Error
-			require.True(t, errors.As(err, &se))
+			se := requireInvalid(t, small, tc.replace, tc.want)
 			seen := map[string]bool{}
 			for _, p := range se.Problems {
 				assert.False(t, seen[p.String()], "each problem once, not once per cell: %s", p)
@@ -160,4 +154,18 @@ func FuzzLoad(f *testing.F) {
 		}
 		require.Equal(t, len(m.Clients)*len(m.Servers)*len(m.Scenarios)*len(m.tableProtocols()), len(m.Cells)+notRun)
 	})
+}
+
+// requireInvalid loads base with replace[0] replaced by replace[1], and
+// requires it refused as invalid with an error containing want.
+func requireInvalid(t *testing.T, base string, replace [2]string, want string) *spec.Error {
+	t.Helper()
+	src := strings.Replace(base, replace[0], replace[1], 1)
+	require.NotEqual(t, base, src, "the replacement changes the file")
+	_, err := Load(write(t, src))
+	require.ErrorIs(t, err, spec.ErrInvalid)
+	assert.Contains(t, err.Error(), want)
+	var se *spec.Error
+	require.True(t, errors.As(err, &se))
+	return se
 }

@@ -2,8 +2,6 @@ package matrix
 
 import (
 	"bytes"
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -145,13 +143,7 @@ func TestLoadProtocolProblemsPointIntoTheMatrixFile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			src := strings.Replace(twoEras, tc.replace[0], tc.replace[1], 1)
-			require.NotEqual(t, twoEras, src)
-			_, err := Load(write(t, src))
-			require.ErrorIs(t, err, spec.ErrInvalid)
-			assert.Contains(t, err.Error(), tc.want)
-			var se *spec.Error
-			require.True(t, errors.As(err, &se))
+			requireInvalid(t, twoEras, tc.replace, tc.want)
 		})
 	}
 }

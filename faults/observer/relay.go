@@ -38,7 +38,7 @@ type conn struct {
 }
 
 func newConn(t *Tap, nc net.Conn) *conn {
-	return &conn{tap: t, n: t.seq.Add(1), client: nc}
+	return &conn{tap: t, n: t.cfg.Share.Nth(t.seq.Add(1)), client: nc}
 }
 
 // record stamps r and hands it to the sink.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/chaosrun/chaosrun/faults"
+	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/targets"
@@ -37,8 +38,9 @@ const (
 // as fit, each holding the descriptors of its share (see wire.Share): the
 // client and the server agent still hold one per client each, and must fit
 // on their own. A plan that cannot be spread (a command client takes one
-// endpoint; a process fault on the proxy would reach one of them) is
-// refused with what it would need.
+// endpoint; a process fault on the proxy would reach one of them; a
+// trigger's nth would count one agent's share) is refused with what it
+// would need.
 func proxyAgents(rt agent.Runtime, p *spec.Plan) (int, error) {
 	fl, ok := rt.(agent.FileLimited)
 	if !ok {
@@ -72,6 +74,8 @@ func proxyAgents(rt agent.Runtime, p *spec.Plan) (int, error) {
 		return 0, refuse(fmt.Sprintf("a command client takes one endpoint, so they cannot be spread over %d proxy agents", n))
 	case processFaultOn(p.Faults, agent.RoleProxy):
 		return 0, refuse(fmt.Sprintf("a process fault on the proxy would reach one of the %d proxy agents they need", n))
+	case countsAcrossCalls(p.Faults):
+		return 0, refuse(fmt.Sprintf("a trigger's nth would count in one of the %d proxy agents they need, each seeing its share of the calls", n))
 	}
 	return n, nil
 }
@@ -92,6 +96,19 @@ func processFaultOn(ins []faults.Injection, role string) bool {
 			if p.Role == role {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// countsAcrossCalls reports whether a trigger of the plan fires at the nth
+// occurrence of an event across calls, which each proxy agent counts among
+// its own share; the nth sse_event counts within one call's stream, which
+// one agent carries whole.
+func countsAcrossCalls(ins []faults.Injection) bool {
+	for _, in := range ins {
+		if t := in.Trigger; t != nil && t.Nth > 1 && t.Event != trigger.EventSSEEvent {
+			return true
 		}
 	}
 	return false

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/chaosrun/chaosrun/faults"
+	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/targets"
@@ -29,6 +30,8 @@ func plan(clients int, client string, fs ...faults.Injection) *spec.Plan {
 func TestProxyAgents(t *testing.T) {
 	restartProxy := faults.Injection{Kind: "restart", Params: &faults.Restart{Role: agent.RoleProxy}}
 	restartServer := faults.Injection{Kind: "restart", Params: &faults.Restart{Role: agent.RoleServer}}
+	tenthCall := faults.Injection{Kind: "reset", Trigger: &trigger.Trigger{Event: trigger.EventToolsCall, Nth: 10}}
+	tenthEvent := faults.Injection{Kind: "reset", Trigger: &trigger.Trigger{Event: trigger.EventSSEEvent, Nth: 10}}
 	tests := []struct {
 		name string
 		rt   agent.Runtime
@@ -40,6 +43,9 @@ func TestProxyAgents(t *testing.T) {
 		{"the most one proxy carries", limitedRuntime{limit: 20000}, plan(3290, targets.Resumable), 1, ""},
 		{"ten thousand in twenty thousand files are spread over four", limitedRuntime{limit: 20000}, plan(10000, targets.Resumable), 4, ""},
 		{"a process fault elsewhere does not keep them together", limitedRuntime{limit: 20000}, plan(10000, targets.Resumable, restartServer), 4, ""},
+		{"the nth event of one call's stream is seen whole", limitedRuntime{limit: 20000}, plan(10000, targets.Resumable, tenthEvent), 4, ""},
+		{"the nth call would be counted in one share", limitedRuntime{limit: 20000}, plan(10000, targets.Resumable, tenthCall), 0,
+			"a trigger's nth would count in one of the 4 proxy agents they need"},
 		{"the client agent must fit alone", limitedRuntime{limit: 20000}, plan(20000, targets.Resumable), 0,
 			"the client agent alone needs about 20256 (1 for each client)"},
 		{"the limit and the proxy's share are named", limitedRuntime{limit: 20000}, plan(20000, targets.Resumable), 0,

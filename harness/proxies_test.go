@@ -50,7 +50,8 @@ expect:
 // (316 files hold 10 clients each: two for twenty), applies the one reset
 // to every agent's proxy with one entry in the fault log, and merges their
 // wires into one wire.jsonl whose connections keep numbers of their own;
-// the run meets the expectation that the same experiment meets on one.
+// the run meets the expectation that the same experiment meets on one,
+// every client resuming after the reset.
 func TestClientsSpreadOverProxyAgents(t *testing.T) {
 	x, err := spec.Parse("shared-sessions.yaml", []byte(sharedSessions))
 	require.NoError(t, err)
@@ -65,6 +66,8 @@ func TestClientsSpreadOverProxyAgents(t *testing.T) {
 	res := run.Results[0]
 	require.Empty(t, res.Error)
 	assert.True(t, res.Met, "%v", res.Reasons)
+	require.NotNil(t, res.Verdict)
+	assert.GreaterOrEqual(t, res.Verdict.Figures.Resumes, int64(20), "the reset reached both proxies: every client resumed")
 
 	raw, err := os.ReadFile(filepath.Join(res.Dir, harness.UsageFile))
 	require.NoError(t, err)

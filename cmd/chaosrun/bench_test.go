@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,9 +22,10 @@ import (
 func runForBench(b *testing.B, args ...string) *harness.Run {
 	b.Helper()
 	out := b.TempDir()
-	code := execute(context.Background(), append([]string{"run", "-q", "--out", out}, args...), io.Discard, io.Discard)
+	var stdout strings.Builder
+	code := execute(context.Background(), append([]string{"run", "-q", "--out", out}, args...), &stdout, io.Discard)
 	if code != exitMet {
-		b.Fatalf("chaosrun run %v exited %d", args, code)
+		b.Fatalf("chaosrun run %v exited %d:\n%s", args, code, unmetReasons(stdout.String()))
 	}
 	runs, err := os.ReadDir(out)
 	if err != nil || len(runs) != 1 {
@@ -46,6 +48,18 @@ func runForBench(b *testing.B, args ...string) *harness.Run {
 		r.Verdict = &v
 	}
 	return &run
+}
+
+// unmetReasons is what a run's summary says of its unmet expectations: a
+// benchmark's folder goes with it, so its failure must say why.
+func unmetReasons(summary string) string {
+	var out []string
+	for _, line := range strings.Split(summary, "\n") {
+		if strings.HasPrefix(line, "- ") || strings.HasPrefix(line, "## ") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // BenchmarkIncidentOverhead measures the harness's overhead on the

@@ -12,37 +12,53 @@ import (
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
 )
 
-// proxy fetches the run's proxy from the Toxiproxy API. A fresh handle per
-// operation keeps concurrent injections from sharing a mutable one.
-func (r *run) proxy() (*toxiclient.Proxy, error) {
-	if r.env.Toxiproxy == nil || r.env.Proxy == "" {
+// proxies fetches the run's proxy from every proxy agent's Toxiproxy API.
+// A fresh handle per operation keeps concurrent injections from sharing a
+// mutable one.
+func (r *run) proxies() ([]*toxiclient.Proxy, error) {
+	if len(r.env.Toxiproxies) == 0 || r.env.Proxy == "" {
 		return nil, errors.New("no Toxiproxy proxy in this run")
 	}
-	p, err := r.env.Toxiproxy.Proxy(r.env.Proxy)
-	if err != nil {
-		return nil, fmt.Errorf("proxy %s: %w", r.env.Proxy, err)
+	ps := make([]*toxiclient.Proxy, 0, len(r.env.Toxiproxies))
+	for _, c := range r.env.Toxiproxies {
+		p, err := c.Proxy(r.env.Proxy)
+		if err != nil {
+			return nil, fmt.Errorf("proxy %s: %w", r.env.Proxy, err)
+		}
+		ps = append(ps, p)
 	}
-	return p, nil
+	return ps, nil
+}
+
+// eachProxy applies op to the run's proxy in every proxy agent, stopping
+// at the first that fails.
+func (r *run) eachProxy(op func(*toxiclient.Proxy) error) error {
+	ps, err := r.proxies()
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := op(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *run) addToxic(name, typ, stream string, toxicity float32, attrs toxiclient.Attributes) error {
-	p, err := r.proxy()
-	if err != nil {
+	return r.eachProxy(func(p *toxiclient.Proxy) error {
+		_, err := p.AddToxic(name, typ, stream, toxicity, attrs)
 		return err
-	}
-	_, err = p.AddToxic(name, typ, stream, toxicity, attrs)
-	return err
+	})
 }
 
 func (r *run) removeToxic(name string) error {
-	p, err := r.proxy()
-	if err != nil {
-		return err
-	}
-	if err := p.RemoveToxic(name); err != nil {
-		return fmt.Errorf("remove toxic %s: %w", name, err)
-	}
-	return nil
+	return r.eachProxy(func(p *toxiclient.Proxy) error {
+		if err := p.RemoveToxic(name); err != nil {
+			return fmt.Errorf("remove toxic %s: %w", name, err)
+		}
+		return nil
+	})
 }
 
 // toxic installs one toxic for an injection, named after the kind, the
@@ -60,9 +76,15 @@ func (r *run) toxic(in Injection, suffix, typ, stream string, attrs toxiclient.A
 // opened from now on SO_LINGER 0 (see package faults/toxics). One left by
 // an earlier run on the same proxy is reused.
 func (r *run) addLinger() error {
-	err := r.addToxic(lingerToxic, toxics.ResetPeer, Downstream, 0, toxiclient.Attributes{"timeout": 0})
-	var apiErr *toxiclient.ApiError
-	if err != nil && !(errors.As(err, &apiErr) && apiErr.Status == http.StatusConflict) {
+	err := r.eachProxy(func(p *toxiclient.Proxy) error {
+		_, err := p.AddToxic(lingerToxic, toxics.ResetPeer, Downstream, 0, toxiclient.Attributes{"timeout": 0})
+		var apiErr *toxiclient.ApiError
+		if errors.As(err, &apiErr) && apiErr.Status == http.StatusConflict {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("install %s: %w", lingerToxic, err)
 	}
 	r.linger = true
@@ -73,12 +95,8 @@ func (r *run) addLinger() error {
 func (r *run) refuse(ctx context.Context) (heal, string, error) {
 	enable := func(on bool) func(context.Context) error {
 		return func(ctx context.Context) error {
-			p, err := r.proxy()
-			if err != nil {
-				return err
-			}
 			if on {
-				if err := p.Enable(); err != nil {
+				if err := r.eachProxy((*toxiclient.Proxy).Enable); err != nil {
 					return err
 				}
 				if r.env.Edges != nil {
@@ -94,7 +112,7 @@ func (r *run) refuse(ctx context.Context) (heal, string, error) {
 					return err
 				}
 			}
-			return p.Disable()
+			return r.eachProxy((*toxiclient.Proxy).Disable)
 		}
 	}
 	return r.shared(ctx, "refuse", enable(false), enable(true),

@@ -47,16 +47,19 @@ type Processes interface {
 }
 
 // Env is what an injector needs from the runner. Only the handles the plan's
-// kinds use must be set: Toxiproxy and Proxy for proxy faults, Processes
+// kinds use must be set: Toxiproxies and Proxy for proxy faults, Processes
 // for process faults, ControlURL for session faults.
 type Env struct {
 	Clock runclock.Clock // the run's base clock; fault windows are logged on it
 	// WorkloadStart is the offset on Clock at which the workload starts;
 	// injection times are relative to it.
 	WorkloadStart time.Duration
-	Toxiproxy     *toxiclient.Client // the proxy agent's API
-	Proxy         string             // the name of the proxy between client and server
-	Processes     Processes
+	// Toxiproxies is each proxy agent's API: one, or several that each
+	// carry a share of the clients. A proxy fault acts on the proxy named
+	// Proxy in every one of them, as one fault with one log entry.
+	Toxiproxies []*toxiclient.Client
+	Proxy       string // the name of the proxy between client and server
+	Processes   Processes
 	// ControlURL is the server's control base URL: session faults POST to
 	// {ControlURL}/control/expire and /control/terminate.
 	ControlURL string

@@ -76,7 +76,7 @@ func (f *fixture) runPlan(ctx context.Context, plan []faults.Injection, progress
 	log, err := faults.CreateLog(f.logPath)
 	require.NoError(f.t, err)
 	env := faults.Env{
-		Clock: f.clock, WorkloadStart: f.clock.Now(), Toxiproxy: f.toxi, Proxy: "mcp",
+		Clock: f.clock, WorkloadStart: f.clock.Now(), Toxiproxies: []*toxiclient.Client{f.toxi}, Proxy: "mcp",
 		Processes: f.procs, ControlURL: f.control.URL, Log: log, Progress: progress,
 	}
 	runErr := faults.Run(ctx, env, plan)

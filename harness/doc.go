@@ -9,6 +9,11 @@
 // them (Shard, for runs split across machines), and join saved runs into one
 // (Merge), whose reports are those one run of them all would have written.
 //
+// Before it starts an experiment's agents it checks that their
+// connections fit the runtime's open-file limit (budget.go): clients that
+// do not fit one proxy agent are spread over several (proxies.go), which
+// take faults, triggers and the wire as one.
+//
 // Subpackages own the pieces: spec (experiment files), agent (the runtime
 // contract), local and docker (runtimes), check (the checker), balancer
 // (nginx and HAProxy between the fault proxy and the server replicas) and

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	toxiclient "github.com/Shopify/toxiproxy/v2/client"
-
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/faults/proxy"
 	"github.com/chaosrun/chaosrun/harness/agent"
@@ -22,7 +20,6 @@ import (
 	"github.com/chaosrun/chaosrun/internal/daemon"
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/byo"
 )
@@ -41,19 +38,20 @@ const ExperimentFile = "experiment.yaml"
 
 // experiment is one run of one plan.
 type experiment struct {
-	plan     *spec.Plan
-	dir      string
-	rt       agent.Runtime
-	clock    runclock.Clock
-	progress func(format string, args ...any)
-	verbose  bool
-	procs    processes         // the agents by role, as the fault injector sees them too
-	observer *proxy.Client     // the proxy agent's taps and triggers
-	balancer *balancer.Process // between the server edge and the server; nil for none
-	replicas []agent.Process   // the server's replicas, in order; replicas[0] is "server" too
-	redis    *daemon.Process   // the replicas' shared store; nil for none
-	endpoint string            // the MCP endpoint through the proxy, as the client sees it
-	partial  string            // why the records are incomplete (see salvage); empty when whole
+	plan      *spec.Plan
+	dir       string
+	rt        agent.Runtime
+	clock     runclock.Clock
+	progress  func(format string, args ...any)
+	verbose   bool
+	procs     processes         // the agents by role, as the fault injector sees them too
+	observer  proxy.Group       // the proxy agents' taps and triggers, one agent's or several
+	proxies   int               // how many proxy agents carry the clients (proxyAgents)
+	balancer  *balancer.Process // between the server edge and the server; nil for none
+	replicas  []agent.Process   // the server's replicas, in order; replicas[0] is "server" too
+	redis     *daemon.Process   // the replicas' shared store; nil for none
+	endpoints []string          // the MCP endpoint through each proxy agent, as the client sees it
+	partial   string            // why the records are incomplete (see salvage); empty when whole
 }
 
 // run executes the experiment and judges it. A returned error is a harness
@@ -78,9 +76,11 @@ func (e *experiment) steps(ctx context.Context) (*ExperimentResult, error) {
 	if err := e.prepare(); err != nil {
 		return nil, err
 	}
-	if err := checkOpenFiles(e.rt, e.plan.Template.Clients); err != nil {
+	n, err := proxyAgents(e.rt, e.plan)
+	if err != nil {
 		return nil, err
 	}
+	e.proxies = n
 	if err := e.startTopology(ctx); err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 	kills := &serverKills{}
 	ready := make(chan struct{})
 	env := faults.Env{
-		Clock: e.clock, WorkloadStart: e.clock.Now(), Toxiproxy: toxiclient.NewClient(e.procs.of(agent.RoleProxy).URL()),
+		Clock: e.clock, WorkloadStart: e.clock.Now(), Toxiproxies: e.toxiproxies(),
 		Proxy: ProxyName, Processes: &e.procs, ControlURL: e.procs.of(agent.RoleServer).URL(), Log: flog,
 		Progress: func(ev faults.Event) { due.seen(ev); kills.seen(ev); e.progress("%s", describe(ev)) },
 		Triggers: e.observer, Edges: e.observer, Ready: func() { close(ready) },
@@ -185,7 +185,7 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("faults due at start: %w", err)
 	}
 	e.progress("workload: %d client(s), %s client, %s server", e.plan.Template.Clients, e.plan.Client.Target, e.plan.Server.Target)
-	cs := agent.Spec{Role: agent.RoleClient, Args: clientArgs(e.plan, e.endpoint)}
+	cs := agent.Spec{Role: agent.RoleClient, Args: clientArgs(e.plan, e.endpoints)}
 	if e.plan.Client.Target == targets.Command {
 		cs.Program = e.plan.Client.Command[0]
 	}
@@ -266,7 +266,7 @@ func (e *experiment) collect(ctx context.Context) error {
 	if err := sideeffects.SaveLedger(filepath.Join(e.dir, check.LedgerFile), recs); err != nil {
 		return err
 	}
-	for _, role := range []string{agent.RoleProxy, agent.RoleLedger} {
+	for _, role := range append(e.proxyNames(), agent.RoleLedger) {
 		if err := e.procs.of(role).Stop(ctx, true); err != nil {
 			return fmt.Errorf("stop %s: %w", role, err)
 		}
@@ -274,7 +274,7 @@ func (e *experiment) collect(ctx context.Context) error {
 	if err := e.saveUsage(); err != nil {
 		return err
 	}
-	if err := e.moveOut(ctx, agent.RoleProxy, wire.File); err != nil { // written as the proxy agent stopped
+	if err := e.collectWire(ctx); err != nil { // written as the proxy agents stopped
 		return err
 	}
 	if e.plan.Client.Target == targets.Command { // it writes no history: the wire is its account
@@ -289,7 +289,7 @@ func (e *experiment) saveUsage() error {
 	for k := range e.replicas {
 		names = append(names, replicaName(k+1, len(e.replicas)))
 	}
-	names = append(names, agent.RoleProxy, agent.RoleClient)
+	names = append(append(names, e.proxyNames()...), agent.RoleClient)
 	var all []agent.Usage
 	for _, name := range names {
 		m, ok := e.procs.of(name).(agent.Measured)
@@ -328,7 +328,12 @@ func (e *experiment) closeRuntime() {
 // experiment's folder, so it is kept once; a runtime that left no copy
 // there has it copied out.
 func (e *experiment) moveOut(ctx context.Context, role, name string) error {
-	dst := filepath.Join(e.dir, name)
+	return e.moveOutAs(ctx, role, name, name)
+}
+
+// moveOutAs is moveOut into the result folder under another name.
+func (e *experiment) moveOutAs(ctx context.Context, role, name, as string) error {
+	dst := filepath.Join(e.dir, as)
 	err := os.Rename(filepath.Join(e.stateDir(role), name), dst)
 	if errors.Is(err, fs.ErrNotExist) {
 		err = e.procs.of(role).CopyOut(ctx, name, dst)

@@ -186,11 +186,7 @@ func (e *experiment) startTopology(ctx context.Context) error {
 			return err
 		}
 	}
-	proxy, err := e.start(ctx, agent.Spec{Role: agent.RoleProxy, Port: 8474})
-	if err != nil {
-		return err
-	}
-	return e.observe(ctx, upstream, proxy)
+	return e.startProxies(ctx, upstream)
 }
 
 // startBalancer starts the plan's balancer in front of the replicas at
@@ -282,32 +278,31 @@ func copyFile(src, dst string) error {
 // observe puts the fault proxy between the wire observer's two taps, all in
 // the proxy agent: the client connects to the client edge's tap, which
 // relays to Toxiproxy, which relays to the server edge's tap, which relays
-// to upstream: the server, or the balancer in front of it.
-func (e *experiment) observe(ctx context.Context, upstream string, proxyAgent agent.Process) error {
-	e.observer = proxy.NewClient(proxyAgent.URL())
-	tapServer, err := e.observer.Tap(ctx, wire.EdgeServer, "127.0.0.1:0", upstream)
+// to upstream: the server, or the balancer in front of it. It returns the
+// MCP endpoint through the proxy agent, as the client reaches it.
+func observe(ctx context.Context, upstream string, proxyAgent agent.Process, observer *proxy.Client) (string, error) {
+	tapServer, err := observer.Tap(ctx, wire.EdgeServer, "127.0.0.1:0", upstream)
 	if err != nil {
-		return err
+		return "", err
 	}
 	created, err := toxiclient.NewClient(proxyAgent.URL()).CreateProxy(ProxyName, "127.0.0.1:0", tapServer)
 	if err != nil {
-		return fmt.Errorf("create proxy %s: %w", ProxyName, err)
+		return "", fmt.Errorf("create proxy %s: %w", ProxyName, err)
 	}
 	listen := "0.0.0.0:" + strconv.Itoa(proxyPort)
 	if onLoopback(proxyAgent.PeerAddr()) {
 		listen = "127.0.0.1:0"
 	}
-	tapClient, err := e.observer.Tap(ctx, wire.EdgeClient, listen, created.Listen)
+	tapClient, err := observer.Tap(ctx, wire.EdgeClient, listen, created.Listen)
 	if err != nil {
-		return err
+		return "", err
 	}
 	_, port, err := net.SplitHostPort(tapClient)
 	if err != nil {
-		return fmt.Errorf("client edge listens on %q: %w", tapClient, err)
+		return "", fmt.Errorf("client edge listens on %q: %w", tapClient, err)
 	}
 	host, _, _ := net.SplitHostPort(proxyAgent.PeerAddr())
-	e.endpoint = "http://" + net.JoinHostPort(host, port) + "/mcp"
-	return nil
+	return "http://" + net.JoinHostPort(host, port) + "/mcp", nil
 }
 
 func onLoopback(addr string) bool {
@@ -359,22 +354,28 @@ func serverArgs(p *spec.Plan) []string {
 	)
 }
 
-// clientArgs are the client agent's flags for a plan.
-func clientArgs(p *spec.Plan, endpoint string) []string {
+// clientArgs are the client agent's flags for a plan, with the endpoint
+// through each proxy agent (a command client takes one).
+func clientArgs(p *spec.Plan, endpoints []string) []string {
 	c := p.Client
 	tmpl, _ := json.Marshal(p.Template) // plain values always marshal
+	var eps []string
+	for _, ep := range endpoints {
+		eps = append(eps, "--endpoint", ep)
+	}
 	if c.Target == targets.Command {
-		args := []string{"--target", c.Target, "--endpoint", endpoint, "--workload-template", string(tmpl)}
+		args := append([]string{"--target", c.Target}, eps...)
+		args = append(args, "--workload-template", string(tmpl))
 		for _, a := range c.Command {
 			args = append(args, "--command="+a) // "=": an argument may start with a dash
 		}
 		return args
 	}
-	return []string{
-		"--target", c.Target, "--endpoint", endpoint, "--workload-template", string(tmpl),
+	return append(append([]string{"--target", c.Target}, eps...),
+		"--workload-template", string(tmpl),
 		"--history", check.HistoryFile, "--cursor", c.Cursor, "--cursor-dir", "cursors", "--protocol", c.Protocol, "--tasks", c.Tasks,
 		"--backoff-initial", c.Backoff.Initial.String(), "--backoff-max", c.Backoff.Max.String(),
 		"--backoff-retries", strconv.Itoa(c.Backoff.Retries), "--read-timeout", c.ReadTimeout.String(),
 		"--seed", strconv.FormatInt(p.Seed, 10),
-	}
+	)
 }

@@ -61,7 +61,7 @@ expect: {verdict: pass}
 	p := x.Plan(spec.Overrides{})
 	assert.Equal(t, spec.MaxClients, p.Template.Clients)
 	longest := 0
-	for _, a := range clientArgs(p, "http://proxy:8666/mcp") {
+	for _, a := range clientArgs(p, []string{"http://proxy:8666/mcp"}) {
 		longest = max(longest, len(a))
 	}
 	assert.Less(t, longest, 4096, "one argument must stay far below Linux's 128 KiB limit")
@@ -83,4 +83,16 @@ func TestReplicaNames(t *testing.T) {
 	assert.Equal(t, "server", replicaName(1, 1), "one replica keeps the folders of a one-server run")
 	assert.Equal(t, "server-1", replicaName(1, 3))
 	assert.Equal(t, "server-3", replicaName(3, 3))
+}
+
+func TestProxyNames(t *testing.T) {
+	assert.Equal(t, "proxy", proxyName(1, 1), "one proxy agent keeps the folders of a one-proxy run")
+	assert.Equal(t, "proxy-1", proxyName(1, 4))
+	assert.Equal(t, "proxy-4", proxyName(4, 4))
+}
+
+func TestClientArgsNameEveryEndpoint(t *testing.T) {
+	p := &spec.Plan{Client: spec.ClientPlan{Target: "resumable"}}
+	args := clientArgs(p, []string{"http://127.0.0.1:1/mcp", "http://127.0.0.1:2/mcp"})
+	assert.Equal(t, []string{"--target", "resumable", "--endpoint", "http://127.0.0.1:1/mcp", "--endpoint", "http://127.0.0.1:2/mcp"}, args[:6])
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,9 +22,10 @@ import (
 func runForBench(b *testing.B, args ...string) *harness.Run {
 	b.Helper()
 	out := b.TempDir()
-	code := execute(context.Background(), append([]string{"run", "-q", "--out", out}, args...), io.Discard, io.Discard)
+	var stdout strings.Builder
+	code := execute(context.Background(), append([]string{"run", "-q", "--out", out}, args...), &stdout, io.Discard)
 	if code != exitMet {
-		b.Fatalf("chaosrun run %v exited %d", args, code)
+		b.Fatalf("chaosrun run %v exited %d:\n%s", args, code, unmetReasons(stdout.String()))
 	}
 	runs, err := os.ReadDir(out)
 	if err != nil || len(runs) != 1 {
@@ -46,6 +48,18 @@ func runForBench(b *testing.B, args ...string) *harness.Run {
 		r.Verdict = &v
 	}
 	return &run
+}
+
+// unmetReasons is what a run's summary says of its unmet expectations: a
+// benchmark's folder goes with it, so its failure must say why.
+func unmetReasons(summary string) string {
+	var out []string
+	for _, line := range strings.Split(summary, "\n") {
+		if strings.HasPrefix(line, "- ") || strings.HasPrefix(line, "## ") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // BenchmarkIncidentOverhead measures the harness's overhead on the
@@ -81,16 +95,17 @@ func BenchmarkLibrary(b *testing.B) {
 // resumable clients, one session and one 60 s charge each, through the
 // proxy and a reset of every connection) and reports the workload's wall
 // time over its scheduled time (target: at most 1.25), each agent's peak
-// memory, and the memory of all agents per session. A size whose
-// connections do not fit the agents' open-file limit is skipped, saying
-// how many fit.
+// memory (several proxy agents, proxy-1 to proxy-k, when the clients'
+// connections do not fit one proxy agent's open-file limit), and the
+// memory of all agents per session. A size that does not fit the client
+// or the server agent's limit is skipped, saying how many fit.
 //
 //	go test -run '^$' -bench Scale -benchtime 1x -timeout 30m ./cmd/chaosrun
 func BenchmarkScale(b *testing.B) {
 	for _, n := range []int{3000, 10000} {
 		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
 			lim, err := local.OpenFiles()
-			if fit := harness.ClientsFitting(lim.Cur); n > fit {
+			if fit := harness.SessionsFitting(lim.Cur); n > fit {
 				b.Skipf("agents here may open %d files (%v): at most %d sessions fit", lim.Cur, err, fit)
 			}
 			var ratio float64
@@ -107,14 +122,14 @@ func BenchmarkScale(b *testing.B) {
 				}
 				var sum int64
 				for _, u := range usage {
-					peaks[u.Role] = max(peaks[u.Role], u.PeakRSSKiB)
+					peaks[u.Agent] = max(peaks[u.Agent], u.PeakRSSKiB)
 					sum += u.PeakRSSKiB
 				}
 				total = max(total, sum)
 			}
 			b.ReportMetric(ratio/float64(b.N), "wall/scheduled")
-			for role, kib := range peaks {
-				b.ReportMetric(float64(kib)/1024, role+"-peak-MiB")
+			for name, kib := range peaks {
+				b.ReportMetric(float64(kib)/1024, name+"-peak-MiB")
 			}
 			b.ReportMetric(float64(total)/float64(n), "KiB/session")
 		})

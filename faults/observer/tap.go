@@ -32,6 +32,10 @@ type Config struct {
 	Clock runclock.Clock
 	// Sink receives the records; nil drops them (the tap is a plain relay).
 	Sink Sink
+	// Share numbers the tap's connections when several proxy agents each
+	// observe a share of a run's clients (see wire.Share); the zero value
+	// numbers them 1, 2, 3...
+	Share wire.Share
 	// Logger receives debug logs (a failed dial, an accept error); nil
 	// discards them.
 	Logger *slog.Logger
@@ -74,6 +78,8 @@ func Start(ctx context.Context, ln net.Listener, cfg Config) (*Tap, error) {
 		return nil, fmt.Errorf("observer: edge %q: must be %q or %q", cfg.Edge, wire.EdgeClient, wire.EdgeServer)
 	case cfg.Upstream == "":
 		return nil, errors.New("observer: no upstream")
+	case !cfg.Share.Valid():
+		return nil, fmt.Errorf("observer: share %d of %d", cfg.Share.Index, cfg.Share.Of)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("observer: %w", err)

@@ -24,6 +24,7 @@ import (
 	"github.com/chaosrun/chaosrun/faults/toxics"
 	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/internal/runclock"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
 )
 
 // shutdownTimeout bounds how long Close waits for API requests in flight.
@@ -58,6 +59,10 @@ type Options struct {
 	WirePath string
 	// Logger receives the taps' logs; nil discards them.
 	Logger *slog.Logger
+	// Share, when several proxy agents each carry a share of a run's
+	// clients, numbers this agent's wire records and connections apart from
+	// the others' (see wire.Share); the zero value is the only proxy.
+	Share wire.Share
 }
 
 // Start registers chaosrun's toxics, and serves Toxiproxy's REST API and
@@ -79,6 +84,9 @@ func Start(ctx context.Context, ln net.Listener, opts Options) (*Agent, error) {
 	}
 	if opts.Clock.Base().IsZero() {
 		opts.Clock = runclock.Start()
+	}
+	if !opts.Share.Valid() {
+		return nil, fmt.Errorf("proxy agent: share %d of %d", opts.Share.Index, opts.Share.Of)
 	}
 	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), logger)
 	a := &Agent{

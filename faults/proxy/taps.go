@@ -92,7 +92,7 @@ func (a *Agent) startTap(req tapRequest) (string, error) {
 		return "", fmt.Errorf("tap: the %s edge has a tap already", req.Edge)
 	}
 	if o.writer == nil && a.opts.WirePath != "" {
-		wr, err := wire.Create(a.opts.WirePath)
+		wr, err := wire.CreateShare(a.opts.WirePath, a.opts.Share)
 		if err != nil {
 			return "", fmt.Errorf("tap: %w", err)
 		}
@@ -104,6 +104,7 @@ func (a *Agent) startTap(req tapRequest) (string, error) {
 	}
 	t, err := observer.Start(context.Background(), ln, observer.Config{
 		Edge: req.Edge, Upstream: req.Upstream, Clock: a.opts.Clock, Sink: sink{w: o.writer, engine: a.engine}, Logger: a.opts.Logger,
+		Share: a.opts.Share,
 	})
 	if err != nil {
 		ln.Close()

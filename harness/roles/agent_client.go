@@ -30,6 +30,7 @@ type clientFlags struct {
 	workloadFile string
 	history      string
 	command      []string
+	endpoints    []string
 	opts         workload.Options
 }
 
@@ -51,6 +52,10 @@ func newClientAgentCmd() *cobra.Command {
 				return err
 			}
 			if f.target == targets.Command {
+				if len(f.endpoints) > 1 {
+					return exitcode.With(exitcode.Invalid, errors.New("--endpoint: a command client takes one endpoint"))
+				}
+				f.opts.Endpoint = endpointOf(f.endpoints, 0)
 				return f.runCommand(ctx, cmd, clock, plan)
 			}
 			hist, err := history.Create(f.path(f.history), clock)
@@ -64,14 +69,14 @@ func newClientAgentCmd() *cobra.Command {
 				return exitcode.With(exitcode.Harness, err)
 			}
 			opts.Clock, opts.History, opts.Logger = clock, hist, f.logger(cmd.ErrOrStderr(), "client")
-			return runClients(ctx, f.target, opts, plan)
+			return runClients(ctx, f.target, opts, f.endpoints, plan)
 		},
 	}
 	f.register(cmd, false)
 	fl := cmd.Flags()
 	fl.StringVar(&f.target, "target", targets.Resumable, "client implementation: resumable, naive, go-sdk, mcp-go, command")
 	fl.StringArrayVar(&f.command, "command", nil, "target command: the client command and its arguments, one flag each")
-	fl.StringVar(&f.opts.Endpoint, "endpoint", "", "the MCP endpoint URL (through the proxy)")
+	fl.StringArrayVar(&f.endpoints, "endpoint", nil, "the MCP endpoint URL (through the proxy); given once per proxy agent when several carry the clients, client i uses the (i mod n)-th")
 	fl.StringVar(&f.workloadTmpl, "workload-template", "", "the workload as JSON: {\"clients\": N, \"calls\": [...]}, every client making the same calls")
 	fl.StringVar(&f.workloadFile, "workload", "", "a file holding the workload plan as JSON")
 	fl.StringVar(&f.history, "history", "history.jsonl", "the history file (appended to)")
@@ -104,8 +109,18 @@ func (f *clientFlags) plan() (workload.Plan, error) {
 	return workload.Plan{}, exitcode.With(exitcode.Invalid, errors.New("a workload is required (--workload-template or --workload)"))
 }
 
-// runClients runs every logical client concurrently and waits for all.
-func runClients(ctx context.Context, target string, opts workload.Options, plan workload.Plan) error {
+// endpointOf is the endpoint of the i-th client (from 0): the clients are
+// dealt over the endpoints in turn, one per proxy agent.
+func endpointOf(endpoints []string, i int) string {
+	if len(endpoints) == 0 {
+		return ""
+	}
+	return endpoints[i%len(endpoints)]
+}
+
+// runClients runs every logical client concurrently, each against its
+// endpoint (endpointOf), and waits for all.
+func runClients(ctx context.Context, target string, opts workload.Options, endpoints []string, plan workload.Plan) error {
 	run, err := clientRunner(target)
 	if err != nil {
 		return err
@@ -113,7 +128,9 @@ func runClients(ctx context.Context, target string, opts workload.Options, plan 
 	errs := make([]error, len(plan.Clients))
 	var wg sync.WaitGroup
 	for i, c := range plan.Clients {
-		wg.Go(func() { errs[i] = run(ctx, opts, c) })
+		o := opts
+		o.Endpoint = endpointOf(endpoints, i)
+		wg.Go(func() { errs[i] = run(ctx, o, c) })
 	}
 	wg.Wait()
 	return exitcode.With(exitcode.Harness, errors.Join(errs...))

@@ -18,9 +18,14 @@
 //
 // # Format
 //
-// Every line is a [Record]. Common fields: n (the line's number, from 1),
-// t_us (microseconds since the run's base), edge (client or server), conn
-// (the connection's number on its edge, from 1) and kind. Which other fields
+// Every line is a [Record]. Common fields: n (the record's number, from 1:
+// the line's number when one proxy agent wrote the file), t_us
+// (microseconds since the run's base), edge (client or server), conn (the
+// connection's number on its edge, from 1) and kind. When several proxy
+// agents each carry a share of the clients, share i of k numbers its
+// records and connections i, i+k, i+2k... and [Merge] makes their files
+// one, ordered by t_us: numbers stay unique, and increase within each
+// share. Which other fields
 // a kind fills:
 //
 //	open      peer (the remote address of the accepted connection)

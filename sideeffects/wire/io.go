@@ -21,7 +21,8 @@ const maxLine = 4 << 20
 // encodes a record: more than most records take.
 const minFree = 4 << 10
 
-// Writer appends records to wire.jsonl, numbering them from 1. It buffers;
+// Writer appends records to wire.jsonl, numbering them from 1 (or as one
+// [Share] of the run's wire, see [NewShareWriter]). It buffers;
 // [Writer.Flush] and [Writer.Close] write the buffer out. It is safe for
 // concurrent use.
 type Writer struct {
@@ -30,8 +31,10 @@ type Writer struct {
 	buf bytes.Buffer  // one encoded record
 	enc *json.Encoder // encodes into buf the records appendRecord leaves to encoding/json
 	c   io.Closer
-	n   int64
-	err error // the first write error; later writes return it
+	n   int64 // records written
+	// share numbers the records of one of several writers of a run.
+	share Share
+	err   error // the first write error; later writes return it
 }
 
 // NewWriter writes records to w.
@@ -42,12 +45,15 @@ func NewWriter(w io.Writer) *Writer {
 }
 
 // Create creates (truncates) the file at path and returns a writer on it.
-func Create(path string) (*Writer, error) {
+func Create(path string) (*Writer, error) { return CreateShare(path, Share{}) }
+
+// CreateShare is [Create] for a writer that numbers its records as share s.
+func CreateShare(path string, s Share) (*Writer, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("wire: %w", err)
 	}
-	w := NewWriter(f)
+	w := NewShareWriter(f, s)
 	w.c = f
 	return w, nil
 }
@@ -60,7 +66,7 @@ func (w *Writer) Write(r *Record) (int64, error) {
 		return 0, w.err
 	}
 	w.n++
-	r.N = w.n
+	r.N = w.share.Nth(w.n)
 	// A record is encoded straight into the buffer's free space, which
 	// Write then takes without a copy.
 	if w.bw.Available() < minFree && w.bw.Buffered() > 0 {

@@ -1,0 +1,77 @@
+package proxy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/faults/trigger"
+	"github.com/chaosrun/chaosrun/sideeffects/wire"
+)
+
+// TestGroupFiresWhenAnyAgentFires: triggers are armed in every agent of a
+// group, and the group's trigger fires with the first agent's firing; the
+// other agents never fire it.
+func TestGroupFiresWhenAnyAgentFires(t *testing.T) {
+	a1, a2 := startTestAgent(t), startTestAgent(t)
+	g := Group{NewClient(a1.URL()), NewClient(a2.URL())}
+	t.Cleanup(func() { assert.NoError(t, g.Close()) })
+	ctx := context.Background()
+	require.NoError(t, g.Arm(ctx, []trigger.Trigger{{ID: "init", Event: trigger.EventInitialize}}))
+
+	got := make(chan trigger.Firing, 1)
+	go func() {
+		f, err := g.Fired(ctx, "init")
+		assert.NoError(t, err)
+		got <- f
+	}()
+	a2.engine.Observe(&wire.Record{N: 6, Edge: wire.EdgeServer, Kind: wire.KindRequest, Conn: 2, Exchange: 1, Method: "POST",
+		Messages: []wire.Message{{ID: "1", Method: "initialize", ClientName: "c2"}}})
+	select {
+	case f := <-got:
+		assert.Equal(t, "init", f.ID)
+		assert.Equal(t, int64(6), f.WireN, "the firing agent's record")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second agent's firing never reached the group")
+	}
+	require.NoError(t, g.Healed(ctx, 0, 5))
+}
+
+// TestGroupFailsOnlyWhenNoAgentCanFire: a trigger that one agent can no
+// longer fire (it stopped) still fires in another; once none can, the
+// group says why.
+func TestGroupFailsOnlyWhenNoAgentCanFire(t *testing.T) {
+	a1, a2 := startTestAgent(t), startTestAgent(t)
+	g := Group{NewClient(a1.URL()), NewClient(a2.URL())}
+	t.Cleanup(func() { assert.NoError(t, g.Close()) })
+	ctx := context.Background()
+	require.NoError(t, g.Arm(ctx, []trigger.Trigger{{ID: "init", Event: trigger.EventInitialize}, {ID: "later", Event: trigger.EventResume}}))
+	require.NoError(t, a1.Close())
+
+	got := make(chan trigger.Firing, 1)
+	go func() {
+		f, err := g.Fired(ctx, "init")
+		assert.NoError(t, err)
+		got <- f
+	}()
+	a2.engine.Observe(&wire.Record{N: 2, Edge: wire.EdgeServer, Kind: wire.KindRequest, Conn: 2, Exchange: 1, Method: "POST",
+		Messages: []wire.Message{{ID: "1", Method: "initialize", ClientName: "c2"}}})
+	select {
+	case f := <-got:
+		assert.Empty(t, f.Err, "the agent still running fired it")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the running agent's firing never reached the group")
+	}
+
+	require.NoError(t, a2.Close())
+	f, err := g.Fired(ctx, "later")
+	require.NoError(t, err)
+	assert.Equal(t, trigger.ErrClosed.Error(), f.Err)
+}
+
+func TestEmptyGroupIsAnError(t *testing.T) {
+	assert.ErrorContains(t, Group{}.Refuse(context.Background(), wire.EdgeClient), "no proxy agent")
+}

@@ -48,10 +48,33 @@ func newConn(t *Tap, nc net.Conn) *conn {
 	return &conn{tap: t, n: t.cfg.Share.Nth(t.seq.Add(1)), client: nc}
 }
 
-// record stamps r and hands it to the sink.
-func (c *conn) record(r *wire.Record) {
-	r.TUS, r.Edge, r.Conn = c.tap.cfg.Clock.Micros(), c.tap.cfg.Edge, c.n
+// record stamps r with the time now and hands it to the sink.
+func (c *conn) record(r *wire.Record) { c.recordAt(r, c.tap.cfg.Clock.Micros()) }
+
+// recordAt stamps r with tus and hands it to the sink.
+func (c *conn) recordAt(r *wire.Record, tus int64) {
+	r.TUS, r.Edge, r.Conn = tus, c.tap.cfg.Edge, c.n
 	c.tap.cfg.Sink.Observe(r)
+}
+
+// stamped is the recorder of one direction's parser: what the parser
+// records while it reads a chunk carries the instant the chunk was read,
+// before the tap passed it on, so no record of bytes can be later than
+// their reader's receipt of them (a client's history records an answer it
+// read after the tap did, however long the parsing took on a loaded
+// machine). What it records between chunks (at the end of the stream)
+// carries the time it is recorded.
+type stamped struct {
+	c  *conn
+	at int64 // t_us of the chunk being fed; 0 between chunks
+}
+
+func (s *stamped) record(r *wire.Record) {
+	if s.at == 0 {
+		s.c.record(r)
+		return
+	}
+	s.c.recordAt(r, s.at)
 }
 
 func (c *conn) run() {
@@ -71,10 +94,11 @@ func (c *conn) run() {
 		return
 	}
 	var wg sync.WaitGroup
-	requests := &guarded{c: c, p: newRequestParser(c, &c.pair), pair: &c.pair}
-	responses := &guarded{c: c, p: newResponseParser(c, &c.pair)}
-	wg.Go(func() { c.pump(c.client, server, wire.SideClient, requests, &c.up) })
-	wg.Go(func() { c.pump(server, c.client, wire.SideServer, responses, &c.down) })
+	upStamp, downStamp := &stamped{c: c}, &stamped{c: c}
+	requests := &guarded{c: c, p: newRequestParser(upStamp, &c.pair), pair: &c.pair}
+	responses := &guarded{c: c, p: newResponseParser(downStamp, &c.pair)}
+	wg.Go(func() { c.pump(c.client, server, wire.SideClient, requests, upStamp, &c.up) })
+	wg.Go(func() { c.pump(server, c.client, wire.SideServer, responses, downStamp, &c.down) })
 	wg.Wait()
 	c.client.Close()
 	server.Close()
@@ -153,7 +177,7 @@ func (g *guarded) catch() {
 // pump relays one direction: each chunk read from src is written to dst at
 // once and then parsed. It returns when src ends or dst fails, having
 // mirrored that end to the other side.
-func (c *conn) pump(src, dst net.Conn, from wire.Side, p parser, count *int64) {
+func (c *conn) pump(src, dst net.Conn, from wire.Side, p parser, stamp *stamped, count *int64) {
 	bp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bp) // after p.end: a parser keeps no byte of a chunk past its feed
 	defer p.end()
@@ -165,9 +189,11 @@ func (c *conn) pump(src, dst net.Conn, from wire.Side, p parser, count *int64) {
 			if up {
 				c.pair.begin()
 			}
+			stamp.at = max(c.tap.cfg.Clock.Micros(), 1) // read now, before the peer can have it
 			w, werr := dst.Write(buf[:n])
 			*count += int64(w)
 			p.feed(buf[:w])
+			stamp.at = 0
 			if up {
 				c.pair.done()
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/faults/observer"
+	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
 )
 
@@ -490,4 +491,56 @@ func TestPanicStopsRecordingNotRelaying(t *testing.T) {
 	require.Len(t, bad, 1)
 	assert.Equal(t, "observer failed, the rest is not read: sink broke", bad[0].Problem)
 	assert.Equal(t, wire.EndFIN, only(recs, kind(wire.KindClose, 0))[0].End)
+}
+
+// slowSink keeps every record, taking pause over each event: a loaded
+// machine's parsing.
+type slowSink struct {
+	*collect
+	pause time.Duration
+}
+
+func (s slowSink) Observe(r *wire.Record) {
+	if r.Kind == wire.KindEvent {
+		time.Sleep(s.pause)
+	}
+	s.collect.Observe(r)
+}
+
+// TestRecordsNoLaterThanTheirReader: what the tap records of a chunk
+// carries the instant it read the chunk, before it passed it on, so the
+// peer that reads the bytes cannot have read them "before" the tap saw
+// them, however slow the recording. Three events in one write, 40 ms of
+// recording each: every event's t_us is at or before the client's receipt
+// of the last one, on the same clock.
+func TestRecordsNoLaterThanTheirReader(t *testing.T) {
+	events := progressEvent("1", 1) + progressEvent("2", 2) + progressEvent("3", 3)
+	upstream := serveTCP(t, func(c *net.TCPConn) {
+		_, _ = io.ReadAll(io.LimitReader(c, int64(len(post("{}")))))
+		_, _ = c.Write([]byte(sseHead + chunked(events)))
+	})
+	clock := runclock.Start()
+	sink := slowSink{collect: newCollect(t), pause: 40 * time.Millisecond}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	tap, err := observer.Start(context.Background(), ln, observer.Config{Edge: wire.EdgeClient, Upstream: upstream, Clock: clock, Sink: sink})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, tap.Close()) })
+
+	c := dial(t, tap.Addr())
+	_, err = c.Write([]byte(post("{}")))
+	require.NoError(t, err)
+	var got []byte
+	buf := make([]byte, 4096)
+	for bytes.Count(got, []byte("\n\n")) < 3 {
+		n, err := c.Read(buf)
+		require.NoError(t, err)
+		got = append(got, buf[:n]...)
+	}
+	received := clock.Micros()
+
+	recs := sink.awaitN(t, "the three events", func(r wire.Record) bool { return r.Kind == wire.KindEvent }, 3)
+	for _, r := range only(recs, func(r wire.Record) bool { return r.Kind == wire.KindEvent }) {
+		assert.LessOrEqual(t, r.TUS, received, "event %s recorded at %d µs, after the client had it at %d µs", r.EventID, r.TUS, received)
+	}
 }

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,21 +21,9 @@ func TestGroupFiresWhenAnyAgentFires(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, g.Arm(ctx, []trigger.Trigger{{ID: "init", Event: trigger.EventInitialize}}))
 
-	got := make(chan trigger.Firing, 1)
-	go func() {
-		f, err := g.Fired(ctx, "init")
-		assert.NoError(t, err)
-		got <- f
-	}()
-	a2.engine.Observe(&wire.Record{N: 6, Edge: wire.EdgeServer, Kind: wire.KindRequest, Conn: 2, Exchange: 1, Method: "POST",
-		Messages: []wire.Message{{ID: "1", Method: "initialize", ClientName: "c2"}}})
-	select {
-	case f := <-got:
-		assert.Equal(t, "init", f.ID)
-		assert.Equal(t, int64(6), f.WireN, "the firing agent's record")
-	case <-time.After(5 * time.Second):
-		t.Fatal("the second agent's firing never reached the group")
-	}
+	f := fireInitialize(t, g.Fired, a2, 6, 2, "c2")
+	assert.Equal(t, "init", f.ID)
+	assert.Equal(t, int64(6), f.WireN, "the firing agent's record")
 	require.NoError(t, g.Healed(ctx, 0, 5))
 }
 
@@ -51,20 +38,8 @@ func TestGroupFailsOnlyWhenNoAgentCanFire(t *testing.T) {
 	require.NoError(t, g.Arm(ctx, []trigger.Trigger{{ID: "init", Event: trigger.EventInitialize}, {ID: "later", Event: trigger.EventResume}}))
 	require.NoError(t, a1.Close())
 
-	got := make(chan trigger.Firing, 1)
-	go func() {
-		f, err := g.Fired(ctx, "init")
-		assert.NoError(t, err)
-		got <- f
-	}()
-	a2.engine.Observe(&wire.Record{N: 2, Edge: wire.EdgeServer, Kind: wire.KindRequest, Conn: 2, Exchange: 1, Method: "POST",
-		Messages: []wire.Message{{ID: "1", Method: "initialize", ClientName: "c2"}}})
-	select {
-	case f := <-got:
-		assert.Empty(t, f.Err, "the agent still running fired it")
-	case <-time.After(5 * time.Second):
-		t.Fatal("the running agent's firing never reached the group")
-	}
+	f := fireInitialize(t, g.Fired, a2, 2, 2, "c2")
+	assert.Empty(t, f.Err, "the agent still running fired it")
 
 	require.NoError(t, a2.Close())
 	f, err := g.Fired(ctx, "later")

@@ -23,6 +23,28 @@ func startTestAgent(t *testing.T) *Agent {
 	return a
 }
 
+// fireInitialize waits, by fired, for the trigger "init" while agent a
+// observes record n: an initialize from client on connection conn. It
+// returns the firing, failing the test if none comes within 5 s.
+func fireInitialize(t *testing.T, fired func(context.Context, string) (trigger.Firing, error), a *Agent, n, conn int64, client string) trigger.Firing {
+	t.Helper()
+	got := make(chan trigger.Firing, 1)
+	go func() {
+		f, err := fired(context.Background(), "init")
+		assert.NoError(t, err)
+		got <- f
+	}()
+	a.engine.Observe(&wire.Record{N: n, Edge: wire.EdgeServer, Kind: wire.KindRequest, Conn: conn, Exchange: 1, Method: "POST",
+		Messages: []wire.Message{{ID: "1", Method: "initialize", ClientName: client}}})
+	select {
+	case f := <-got:
+		return f
+	case <-time.After(5 * time.Second):
+		t.Fatal("the firing never came")
+		return trigger.Firing{}
+	}
+}
+
 func TestClientArmsTriggersAndHearsTheirFirings(t *testing.T) {
 	a := startTestAgent(t)
 	c := NewClient(a.URL())
@@ -33,22 +55,10 @@ func TestClientArmsTriggersAndHearsTheirFirings(t *testing.T) {
 		{ID: "resume", Event: trigger.EventResume},
 	}))
 
-	got := make(chan trigger.Firing, 1)
-	go func() {
-		f, err := c.Fired(ctx, "init")
-		assert.NoError(t, err)
-		got <- f
-	}()
-	a.engine.Observe(&wire.Record{N: 4, Edge: wire.EdgeServer, Kind: wire.KindRequest, Conn: 1, Exchange: 1, Method: "POST",
-		Messages: []wire.Message{{ID: "1", Method: "initialize", ClientName: "c1"}}})
-	select {
-	case f := <-got:
-		assert.Equal(t, "init", f.ID)
-		assert.Equal(t, int64(4), f.WireN)
-		assert.Empty(t, f.Err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the firing never reached the client")
-	}
+	f := fireInitialize(t, c.Fired, a, 4, 1, "c1")
+	assert.Equal(t, "init", f.ID)
+	assert.Equal(t, int64(4), f.WireN)
+	assert.Empty(t, f.Err)
 	// A firing that came before the wait is kept for it.
 	f, err := c.Fired(ctx, "init")
 	require.NoError(t, err)

@@ -158,24 +158,36 @@ func TestAcknowledgedRecordsSurviveSIGKILL(t *testing.T) {
 	}
 }
 
-// checkSurvivors reopens the killed ledger at path: every acknowledged
-// record is there under the n it was acknowledged with, and no id or n is
-// stored twice.
+// checkSurvivors reads the killed ledger at path as the offline checker does
+// (its preallocated zeros still after the records), then reopens it: each
+// way, every acknowledged record is there under the n it was acknowledged
+// with, and no id or n is stored twice.
 func checkSurvivors(t *testing.T, path string, acked map[string]int64) {
 	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	read, err := ReadLedger(f)
+	f.Close()
+	require.NoError(t, err)
+	checkAcked(t, "read", read, acked)
 	s, err := OpenStore(path, StoreOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	recs := s.Records()
+	checkAcked(t, "reopened", recs, acked)
+	t.Logf("%d acknowledged before SIGKILL, %d on disk after", len(acked), len(recs))
+}
+
+func checkAcked(t *testing.T, how string, recs []Record, acked map[string]int64) {
+	t.Helper()
 	stored, ns := map[string]int64{}, map[int64]bool{}
 	for _, r := range recs {
 		_, twice := stored[r.ID]
-		assert.False(t, twice, "id %s stored twice", r.ID)
-		assert.False(t, ns[r.N], "n %d used twice", r.N)
+		assert.False(t, twice, "%s: id %s stored twice", how, r.ID)
+		assert.False(t, ns[r.N], "%s: n %d used twice", how, r.N)
 		stored[r.ID], ns[r.N] = r.N, true
 	}
 	for id, n := range acked {
-		require.Equal(t, n, stored[id], "acknowledged record %s lost or renumbered after SIGKILL", id)
+		require.Equal(t, n, stored[id], "%s: acknowledged record %s lost or renumbered after SIGKILL", how, id)
 	}
-	t.Logf("%d acknowledged before SIGKILL, %d on disk after", len(acked), len(recs))
 }

@@ -7,6 +7,19 @@
 // commit), so many writers cost about one disk flush per batch rather than
 // one per record. On open, a torn final record left by a crash (bytes after
 // the last newline) is truncated away and every complete record is replayed.
+//
+// # Preallocation
+//
+// The file is kept zero-filled [growBy] bytes past its last record, and
+// records overwrite those zeros. A flush then changes no file size, so it
+// needs only fdatasync (the data, not the inode's times and size) where the
+// system has it, and the file system journals nothing: on an ext4 disk that
+// halves the time of a flush. Only a flush that grows the file past its
+// zeros syncs in full, once per growBy bytes. Close trims the zeros; a log
+// whose process was killed keeps them, and Open reads up to the first zero
+// byte (a record never holds one) and trims the rest before it grows the
+// file again. Readers of a killed log other than Open see the zeros as a
+// final line without a newline, which is how they already see a torn write.
 package appendlog
 
 import (
@@ -22,6 +35,10 @@ import (
 // ErrClosed is returned by Append after Close.
 var ErrClosed = errors.New("appendlog: closed")
 
+// growBy is how far past its last record the file is kept zero-filled; a
+// variable so that tests can grow a log often.
+var growBy int64 = 1 << 20
+
 // Options tune a log. The zero value is durable.
 type Options struct {
 	// NoSync skips fsync. Appends are still written before they return, so
@@ -33,6 +50,9 @@ type Options struct {
 type Log struct {
 	f      *os.File
 	noSync bool
+	end    int64 // offset just past the last record; only the committer moves it
+	size   int64 // the file's size: zeros from end on
+	broken error // the first failed write or sync; every later flush fails with it
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -59,17 +79,59 @@ func Open(path string, opts Options, replay func(record []byte) error) (*Log, er
 		f.Close()
 		return nil, fmt.Errorf("appendlog: truncate torn tail: %w", err)
 	}
-	if _, err := f.Seek(good, io.SeekStart); err != nil {
+	l := &Log{f: f, noSync: opts.NoSync, end: good, size: good, done: make(chan struct{})}
+	if err := l.grow(good); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("appendlog: seek: %w", err)
+		return nil, err
 	}
-	l := &Log{f: f, noSync: opts.NoSync, done: make(chan struct{})}
+	if err := l.sync(true); err != nil {
+		f.Close()
+		return nil, err
+	}
 	l.cond = sync.NewCond(&l.mu)
 	go l.commit()
 	return l, nil
 }
 
-// scan replays complete records and returns the offset just past the last one.
+// grow zero-fills the file to growBy bytes past need, if it is shorter.
+func (l *Log) grow(need int64) error {
+	if need <= l.size && l.size > l.end {
+		return nil
+	}
+	size := need + growBy
+	zeros := make([]byte, min(size-l.size, 1<<20))
+	for off := l.size; off < size; {
+		n, err := l.f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off)
+		off += int64(n)
+		if err != nil {
+			return fmt.Errorf("appendlog: preallocate: %w", err)
+		}
+	}
+	l.size = size
+	return nil
+}
+
+// sync makes what was written durable: in full (the file's size too) after
+// the file grew, otherwise only its data.
+func (l *Log) sync(grew bool) error {
+	if l.noSync {
+		return nil
+	}
+	var err error
+	if grew {
+		err = l.f.Sync()
+	} else {
+		err = datasync(l.f)
+	}
+	if err != nil {
+		return fmt.Errorf("appendlog: fsync: %w", err)
+	}
+	return nil
+}
+
+// scan replays complete records and returns the offset just past the last
+// one. A zero byte ends the records: from it on the file holds preallocated
+// zeros or what a crash left unwritten.
 func scan(f *os.File, replay func([]byte) error) (int64, error) {
 	r := bufio.NewReaderSize(f, 64<<10)
 	var good int64
@@ -80,6 +142,9 @@ func scan(f *os.File, replay func([]byte) error) (int64, error) {
 		}
 		if err != nil {
 			return 0, fmt.Errorf("appendlog: read: %w", err)
+		}
+		if bytes.IndexByte(line, 0) >= 0 {
+			return good, nil
 		}
 		good += int64(len(line))
 		rec := bytes.TrimSuffix(line, []byte{'\n'})
@@ -92,20 +157,25 @@ func scan(f *os.File, replay func([]byte) error) (int64, error) {
 	}
 }
 
-// Append writes one record durably. The record must not contain a newline.
+// Append writes one record durably. The record must not contain a newline or
+// a zero byte.
 func (l *Log) Append(record []byte) error {
 	return l.AppendBatch([][]byte{record})
 }
 
 // AppendBatch writes records durably, in order and with one write, and
 // returns once all of them are on disk: one waiter for the batch, however many
-// records it holds. No record may contain a newline; if one does, nothing is
-// written. The batch shares its fsync with whatever else is pending.
+// records it holds. No record may contain a newline or a zero byte; if one
+// does, nothing is written. The batch shares its fsync with whatever else is
+// pending.
 func (l *Log) AppendBatch(records [][]byte) error {
 	size := 0
 	for _, r := range records {
 		if bytes.IndexByte(r, '\n') >= 0 {
 			return errors.New("appendlog: record contains a newline")
+		}
+		if bytes.IndexByte(r, 0) >= 0 {
+			return errors.New("appendlog: record contains a zero byte")
 		}
 		size += len(r) + 1
 	}
@@ -153,21 +223,32 @@ func (l *Log) commit() {
 	}
 }
 
-func (l *Log) flush(batch [][]byte) error {
-	if _, err := l.f.Write(bytes.Join(batch, nil)); err != nil {
+// flush writes batch over the zeros after the last record and syncs it.
+// After a failed write or sync every later flush fails too: nothing tells
+// which of the bytes reached the disk, and a later batch written over them
+// could leave records of the failed one behind it.
+func (l *Log) flush(batch [][]byte) (err error) {
+	if l.broken != nil {
+		return l.broken
+	}
+	defer func() { l.broken = err }()
+	data := bytes.Join(batch, nil)
+	size := l.size
+	if err := l.grow(l.end + int64(len(data))); err != nil {
+		return err
+	}
+	if _, err := l.f.WriteAt(data, l.end); err != nil {
 		return fmt.Errorf("appendlog: write: %w", err)
 	}
-	if l.noSync {
-		return nil
+	if err := l.sync(l.size != size); err != nil {
+		return err
 	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("appendlog: fsync: %w", err)
-	}
+	l.end += int64(len(data))
 	return nil
 }
 
-// Close waits for pending appends to commit and closes the file. It is
-// idempotent.
+// Close waits for pending appends to commit, trims the preallocated zeros
+// and closes the file. It is idempotent.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -179,5 +260,15 @@ func (l *Log) Close() error {
 	l.cond.Signal()
 	l.mu.Unlock()
 	<-l.done
-	return l.f.Close()
+	err := l.f.Truncate(l.end)
+	if err == nil {
+		err = l.sync(true)
+	}
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("appendlog: close: %w", err)
+	}
+	return nil
 }

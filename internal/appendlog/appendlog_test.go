@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -138,4 +139,115 @@ func BenchmarkAppendParallel(b *testing.B) {
 			})
 		})
 	}
+}
+
+// smallGrowth makes the log grow every few records for the test.
+func smallGrowth(t *testing.T, by int64) {
+	old := growBy
+	growBy = by
+	t.Cleanup(func() { growBy = old })
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	return st.Size()
+}
+
+func TestPreallocation(t *testing.T) {
+	tests := []struct {
+		name    string
+		growBy  int64
+		records int
+	}{
+		{"records within the first zeros", 1 << 20, 3},
+		{"growing many times", 16, 200},
+		{"a batch larger than the growth", 4, 50},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			smallGrowth(t, tc.growBy)
+			path := filepath.Join(t.TempDir(), "log")
+			l, _ := openCollect(t, path)
+			var want []string
+			var batch [][]byte
+			for i := range tc.records {
+				r := fmt.Sprintf(`{"n":%d}`, i)
+				want = append(want, r)
+				batch = append(batch, []byte(r))
+				if len(batch) == 5 || i == tc.records-1 {
+					require.NoError(t, l.AppendBatch(batch))
+					batch = nil
+				}
+			}
+			records := int64(len(strings.Join(want, "\n")) + 1)
+			assert.Greater(t, fileSize(t, path), records, "zeros are kept after the last record while the log is open")
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, strings.Join(want, "\n")+"\n", string(data[:records]))
+			assert.Equal(t, make([]byte, len(data)-int(records)), data[records:], "past the records only zeros")
+			require.NoError(t, l.Close())
+			assert.Equal(t, records, fileSize(t, path), "Close trims the zeros")
+			_, got := openCollect(t, path)
+			assert.Equal(t, want, got)
+		})
+	}
+}
+
+// TestKilledLogReopens opens a copy of a log taken while it was open: what a
+// killed process leaves, its records and then the preallocated zeros, or a
+// torn write into them.
+func TestKilledLogReopens(t *testing.T) {
+	tests := []struct {
+		name string
+		tail string // written over the zeros after the records
+		want []string
+	}{
+		{"zeros after the records", "", []string{"a", "b"}},
+		{"a torn record in the zeros", "half-wr", []string{"a", "b"}},
+		{"a record after a hole of zeros", "\x00\x00late\n", []string{"a", "b"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			l, _ := openCollect(t, filepath.Join(dir, "log"))
+			require.NoError(t, l.AppendBatch([][]byte{[]byte("a"), []byte("b")}))
+			data, err := os.ReadFile(filepath.Join(dir, "log"))
+			require.NoError(t, err)
+			require.Greater(t, len(data), len("a\nb\n")+len(tc.tail))
+			copy(data[len("a\nb\n"):], tc.tail)
+			killed := filepath.Join(dir, "killed")
+			require.NoError(t, os.WriteFile(killed, data, 0o644))
+
+			k, got := openCollect(t, killed)
+			assert.Equal(t, tc.want, got)
+			require.NoError(t, k.Append([]byte("c")))
+			require.NoError(t, k.Close())
+			after, err := os.ReadFile(killed)
+			require.NoError(t, err)
+			assert.Equal(t, "a\nb\nc\n", string(after))
+		})
+	}
+}
+
+func TestAppendRejectsZeroByte(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	l, _ := openCollect(t, path)
+	require.ErrorContains(t, l.AppendBatch([][]byte{[]byte("a"), []byte("b\x00")}), "zero byte")
+	require.NoError(t, l.Append([]byte("c")))
+	require.NoError(t, l.Close())
+	_, got := openCollect(t, path)
+	assert.Equal(t, []string{"c"}, got)
+}
+
+func TestFailedFlushBreaksTheLog(t *testing.T) {
+	l, err := Open(filepath.Join(t.TempDir(), "log"), Options{}, nil)
+	require.NoError(t, err)
+	require.NoError(t, l.Append([]byte("a")))
+	require.NoError(t, l.f.Close()) // every write from now on fails
+	first := l.Append([]byte("b"))
+	require.ErrorContains(t, first, "appendlog: write")
+	assert.Equal(t, first, l.Append([]byte("c")), "a later append fails with the first error")
+	require.Error(t, l.Close())
 }

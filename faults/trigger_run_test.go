@@ -86,7 +86,7 @@ func TestRunInjectsWhenTheTriggerFires(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		at := clock.Micros()
 		firedAt <- at
-		trg.ch(faults.TriggerID(0)) <- trigger.Firing{ID: faults.TriggerID(0), AtUS: at, WireN: 7, Detail: "tools/call charge in flight for 1s (wire line 7)"}
+		trg.ch(faults.TriggerID(0)) <- trigger.Firing{ID: faults.TriggerID(0), AtUS: at, WireN: 7, Detail: "tools/call charge in flight for 1s (wire record 7)"}
 	}()
 	entries, err := runWithTriggers(t, context.Background(), clock, trg, procs, specs)
 	require.NoError(t, err)
@@ -98,7 +98,7 @@ func TestRunInjectsWhenTheTriggerFires(t *testing.T) {
 	for k, e := range entries {
 		assert.Empty(t, e.Error)
 		assert.Equal(t, "tools_call charge in flight 1s at the server edge", e.Trigger)
-		assert.Equal(t, "tools/call charge in flight for 1s (wire line 7)", e.FiredBy)
+		assert.Equal(t, "tools/call charge in flight for 1s (wire record 7)", e.FiredBy)
 		assert.Equal(t, at, e.FiredUS)
 		assert.GreaterOrEqual(t, e.StartUS, at+int64(40+40*e.Repeat)*1000, "repetition %d counts from the firing", k)
 	}

@@ -47,7 +47,7 @@ type observers struct {
 }
 
 // sink writes each record to wire.jsonl, which numbers it, then hands it
-// to the triggers: a firing names the wire line that made it.
+// to the triggers: a firing names the wire record that made it.
 type sink struct {
 	w      *wire.Writer
 	engine interface{ Observe(*wire.Record) }

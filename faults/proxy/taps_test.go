@@ -62,7 +62,7 @@ func TestTapsRecordBothEdgesAndDriveTriggers(t *testing.T) {
 	f, err := c.Fired(ctx, "sent")
 	require.NoError(t, err)
 	assert.Empty(t, f.Err)
-	assert.NotZero(t, f.WireN, "a firing names the wire line that made it")
+	assert.NotZero(t, f.WireN, "a firing names the wire record that made it")
 
 	_, err = c.Tap(ctx, wire.EdgeClient, "127.0.0.1:0", "127.0.0.1:1")
 	require.ErrorContains(t, err, "the client edge has a tap already")

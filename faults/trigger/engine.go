@@ -54,7 +54,7 @@ type exchangeKey struct {
 type inflight struct {
 	tool    string
 	startUS int64
-	n       int64 // wire line of the request
+	n       int64 // wire record of the request
 	events  int   // SSE events with a message so far
 	done    bool
 }
@@ -286,5 +286,5 @@ func (e *Engine) hit(a *armed, n int64, what string, out *[]Firing) {
 	}
 	a.fired = true
 	*out = append(*out, Firing{ID: a.t.ID, AtUS: e.clock.Micros(), WireN: n,
-		Detail: fmt.Sprintf("%s (wire line %d)", what, n)})
+		Detail: fmt.Sprintf("%s (wire record %d)", what, n)})
 }

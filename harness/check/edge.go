@@ -35,7 +35,7 @@ type exchange struct {
 	calls   []string // request ids of the tools/call requests in the body
 	stream  string   // the request id whose stream the response carries
 	resume  string   // a GET's Last-Event-ID
-	n       int64    // the request's wire line
+	n       int64    // the request's wire record
 }
 
 func newEdgeReader() *edgeReader {

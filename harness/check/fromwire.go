@@ -18,7 +18,7 @@ import (
 // so it tells most of what an instrumented server writes in its ledger, for a
 // server that writes nothing: [ledgerFromWire] derives those records, and
 // the same accounting as for a real ledger judges them. Each derived record
-// has Source "wire" and N set to the wire line it comes from, so evidence
+// has Source "wire" and N set to the wire record it comes from, so evidence
 // points at wire.jsonl.
 //
 // The derivation, record by record:

@@ -99,7 +99,7 @@ func TestLedgerFromWireDerivesTheIncident(t *testing.T) {
 	kinds := map[sideeffects.Kind]int{}
 	for _, r := range led {
 		assert.Equal(t, SourceWire, r.Source)
-		assert.NotZero(t, r.N, "every derived record names its wire line")
+		assert.NotZero(t, r.N, "every derived record names its wire record")
 		kinds[r.Kind]++
 	}
 	assert.Equal(t, map[sideeffects.Kind]int{
@@ -118,7 +118,7 @@ func TestLedgerFromWireDerivesTheIncident(t *testing.T) {
 		}
 	}
 	dup, _ := v.Result(NoDuplicateSideEffects)
-	assert.Equal(t, []string{"wire lines 4, 11: order pay-1 charged 2 times"}, dup.Evidence)
+	assert.Equal(t, []string{"wire records 4, 11: order pay-1 charged 2 times"}, dup.Evidence)
 }
 
 func TestBothAccountsAgreeOnTheIncident(t *testing.T) {
@@ -313,9 +313,9 @@ func TestHistoryFromWireJudgesAClientOfTheUsersOwn(t *testing.T) {
 		"the wire alone, at both edges, finds the incident")
 	hit, _ := v.Result(FaultHit)
 	assert.True(t, hit.Held(), hit.Summary)
-	assert.Contains(t, hit.Evidence[0], "wire line", "the evidence names wire lines, not a history file")
+	assert.Contains(t, hit.Evidence[0], "wire record", "the evidence names wire records, not a history file")
 	res, _ := v.Result(OutcomesResolved)
-	assert.Contains(t, res.Evidence[0], "wire lines")
+	assert.Contains(t, res.Evidence[0], "wire records")
 }
 
 func TestHistoryFromWireSurfacesWhatTheServerSaidWasLost(t *testing.T) {

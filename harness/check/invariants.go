@@ -164,7 +164,7 @@ func streamName(k StreamKey) string {
 }
 
 // refs renders record numbers of the account's ledger: "ledger n=1, n=2
-// (+3 more)", or for a ledger derived from the wire "wire lines 1, 2".
+// (+3 more)", or for a ledger derived from the wire "wire records 1, 2".
 func (acc *Accounts) refs(ns []int64) string {
 	parts := make([]string, 0, refsShown)
 	for _, n := range ns[:min(len(ns), refsShown)] {
@@ -177,9 +177,9 @@ func (acc *Accounts) refs(ns []int64) string {
 	if acc.Source != SourceWire {
 		return "ledger " + strings.Join(parts, ", ") + more(len(ns))
 	}
-	word := "line"
+	word := "record"
 	if len(ns) > 1 {
-		word = "lines"
+		word = "records"
 	}
 	return "wire " + word + " " + strings.Join(parts, ", ") + more(len(ns))
 }
@@ -189,8 +189,8 @@ func (acc *Accounts) ref(n int64) string { return acc.refs([]int64{n}) }
 
 // historyLines names history lines in evidence. Nil is history.jsonl:
 // "history line 4", "history lines 4, 9". For a history derived from the
-// wire's client edge it holds the wire line of each derived record, and
-// names those: "wire lines 12, 30".
+// wire's client edge it holds the wire record of each derived record, and
+// names those: "wire records 12, 30".
 type historyLines []int64
 
 func (h historyLines) many(lines ...int) string {
@@ -204,10 +204,10 @@ func (h historyLines) many(lines ...int) string {
 	}
 	file, word := "history", "line"
 	if h != nil {
-		file = "wire"
+		file, word = "wire", "record" // a record's n: with several proxy agents not its line in wire.jsonl
 	}
 	if len(lines) > 1 {
-		word = "lines"
+		word += "s"
 	}
 	return file + " " + word + " " + strings.Join(parts, ", ") + more(len(lines))
 }

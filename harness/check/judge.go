@@ -85,7 +85,7 @@ var invariants = []invariant{
 // Judge checks the fault_hit assumption and every invariant, and computes
 // the figures. A run whose client wrote no history (a client of the user's
 // own) is judged on the history derived from the wire's client edge (see
-// tohistory.go), and its evidence names wire lines.
+// tohistory.go), and its evidence names wire records.
 //
 // Each invariant is judged on every account that holds something for it:
 // the ledger's, and the one derived from the wire when a wire record
@@ -162,7 +162,7 @@ func WireHistory(in Input) []history.Record {
 }
 
 // WireLedger is the ledger [Judge] derives from the wire's server edge (see
-// fromwire.go): records of Source "wire" whose N is their wire line. It is
+// fromwire.go): records of Source "wire" whose N is their wire record. It is
 // nil when in has no wire record.
 func WireLedger(in Input) []sideeffects.Record {
 	if len(in.Wire) == 0 {

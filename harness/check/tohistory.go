@@ -41,14 +41,14 @@ import (
 //     client concluded inside itself the wire cannot show; a call that got no
 //     answer and no such news is left unresolved.
 //
-// Each derived record is numbered by the wire line it comes from.
+// Each derived record is numbered by the wire record it comes from.
 
 // derivedHistory is the state of one pass over the client edge.
 type derivedHistory struct {
 	ops     Ops
 	edge    *edgeReader
 	out     []history.Record
-	lines   []int64                 // the wire line of each record of out
+	lines   []int64                 // the wire record of each record of out
 	callOf  map[StreamKey]*edgeCall // attempts by stream
 	byOp    map[string]*edgeCall    // the latest attempt of each client's operation
 	lost    map[string]bool         // sessions the client was told are gone

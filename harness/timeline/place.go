@@ -396,13 +396,15 @@ func (b *builder) faults(entries []faults.Entry) {
 var (
 	numberedRE = regexp.MustCompile(`\b(ledger|wire) (n=\d+(?:, n=\d+)*)`)
 	linesRE    = regexp.MustCompile(`\bhistory lines? (\d+(?:, \d+)*)`)
+	wireRE     = regexp.MustCompile(`\bwire (?:record|line)s? (\d+(?:, \d+)*)`) // "line": verdicts saved before records were named so
 	faultRE    = regexp.MustCompile(`\bfault (\d+)(?: repeat (\d+))? \(`)
 	numberRE   = regexp.MustCompile(`\d+`)
 )
 
 // linkResults copies the verdict's results with each evidence line linked to
 // the records it names: "ledger n=5, n=8", "history lines 4, 9", "wire
-// n=12", "fault 0 repeat 2 (...)".
+// n=12", "wire records 12, 40" (a verdict judged from the wire alone), "fault
+// 0 repeat 2 (...)".
 func linkResults(v check.Verdict, entries []faults.Entry) []result {
 	var out []result
 	for _, r := range append(append([]check.Result(nil), v.Assumptions...), v.Invariants...) {
@@ -431,6 +433,12 @@ func evidenceRefs(text string, entries []faults.Entry) []ref {
 		for _, n := range numberRE.FindAllString(m[1], -1) {
 			v, _ := strconv.ParseInt(n, 10, 64)
 			out = append(out, ref{fileHistory, v})
+		}
+	}
+	for _, m := range wireRE.FindAllStringSubmatch(text, -1) {
+		for _, n := range numberRE.FindAllString(m[1], -1) {
+			v, _ := strconv.ParseInt(n, 10, 64)
+			out = append(out, ref{fileWire, v})
 		}
 	}
 	for _, m := range faultRE.FindAllStringSubmatch(text, -1) {

@@ -102,6 +102,10 @@ func TestEvidenceIsLinkedToTheRecordsItNames(t *testing.T) {
 		{"fault 0 (idle_timeout on mcp, [0.109s, 6.233s]) hit call c1-1 of c1 (history line 3): history line 5 stream_break reset",
 			[]ref{{fileHistory, 3}, {fileHistory, 5}, {fileFaults, 1}}},
 		{"wire n=12, n=40: order c1-1 invoked twice", []ref{{fileWire, 12}, {fileWire, 40}}},
+		{"wire records 26, 62: order c1-1 charged 2 times", []ref{{fileWire, 26}, {fileWire, 62}}},
+		{"fault 0 (idle_timeout on mcp, [0.070s, 6.102s]) hit call c1-1 of c1 (wire record 25): wire record 58 stream_break reset",
+			[]ref{{fileWire, 25}, {fileWire, 58}, {fileFaults, 1}}},
+		{"wire lines 13, 48: as a verdict saved before records were named so", []ref{{fileWire, 13}, {fileWire, 48}}},
 		{"no records named here", nil},
 	}
 	for _, tc := range tests {
@@ -145,7 +149,7 @@ func TestPageIsSelfContained(t *testing.T) {
 
 // TestWireSideEffectsAreDrawn: a server that keeps no ledger is judged from
 // the wire, and the page draws the charges the checker derives from it in
-// the sessions' rows, the duplicate in red, with the wire lines they came
+// the sessions' rows, the duplicate in red, with the wire records they came
 // from; beside a ledger, they are drawn in the client's wire row.
 func TestWireSideEffectsAreDrawn(t *testing.T) {
 	hist := []history.Record{

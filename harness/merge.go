@@ -39,7 +39,9 @@ var ErrInvalidResults = errors.New("invalid results")
 // The merged run's wall time is from the first run's start to the last
 // one's end: the longest shard's when shards ran side by side, the sum of
 // the batches' when they ran one after the other. Its parallelism is the
-// sum of the runs'.
+// most experiments the runs could run at once: the sum of the runs' that
+// overlapped in time (shards side by side), one run's for batches that ran
+// one after the other.
 func Merge(out string, dirs []string) (*Run, error) {
 	var runDirs []string
 	for _, d := range dirs {
@@ -239,6 +241,32 @@ func folderOf(x *ExperimentResult, folders map[*ExperimentResult]string) string 
 	return filepath.Base(x.Dir)
 }
 
+// overlappingParallel is the largest sum of the parallelism of runs that
+// were running at one instant.
+func overlappingParallel(runs []*Run) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for _, r := range runs {
+		end := r.Started.Add(time.Duration(r.WallMS) * time.Millisecond)
+		edges = append(edges, edge{r.Started, r.Parallel}, edge{end, -r.Parallel})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta // a run ending as another starts did not overlap it
+	})
+	most, now := 0, 0
+	for _, e := range edges {
+		now += e.delta
+		most = max(most, now)
+	}
+	return most
+}
+
 // join makes the merged run of runs, its results sorted by experiment and
 // repetition as one run of them all lists them; folders names the results
 // whose folder in the merged run is not their own (see renumber).
@@ -255,7 +283,6 @@ func join(out string, runs []*Run, folders map[*ExperimentResult]string) (*Run, 
 		if r.Repeat != m.Repeat {
 			m.Repeat = 0 // the runs asked for different counts: Tallies say what happened
 		}
-		m.Parallel += r.Parallel
 		if r.Started.Before(m.Started) {
 			m.Started = r.Started
 		}
@@ -274,6 +301,7 @@ func join(out string, runs []*Run, folders map[*ExperimentResult]string) (*Run, 
 		}
 	}
 	m.WallMS = end.Sub(m.Started).Milliseconds()
+	m.Parallel = overlappingParallel(runs)
 	m.Runtime = strings.Join(runtimes, "+")
 	slices.SortStableFunc(m.Results, func(a, b *ExperimentResult) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {

@@ -165,6 +165,7 @@ func TestMergeNumbersBatchesOfRepeatsOneAfterTheOther(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 11, run.Repeat, "5 and 6 runs of each are 11")
 	assert.Equal(t, (10*time.Minute + 2*time.Second).Milliseconds(), run.WallMS, "from the first batch's start to the second's end")
+	assert.Equal(t, 2, run.Parallel, "the batches ran one after the other, two experiments at a time")
 	require.Len(t, run.Results, 22)
 	for i, x := range run.Results {
 		name, k := names[i/11], i%11+1
@@ -187,4 +188,27 @@ func TestMergeNumbersBatchesOfRepeatsOneAfterTheOther(t *testing.T) {
 	again, err := Rejudge(run.Dir)
 	require.NoError(t, err, "the merged folder is a run folder report can judge")
 	assert.Len(t, again.Results, 22)
+}
+
+func TestMergedParallelismCountsRunsThatOverlapped(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 17, 0, 0, 0, time.UTC)
+	run := func(startS, wallS, parallel int) *Run {
+		return &Run{Started: t0.Add(time.Duration(startS) * time.Second), WallMS: int64(wallS) * 1000, Parallel: parallel}
+	}
+	tests := []struct {
+		name string
+		runs []*Run
+		want int
+	}{
+		{"one run", []*Run{run(0, 10, 2)}, 2},
+		{"side by side", []*Run{run(0, 10, 2), run(0, 8, 2), run(1, 5, 3)}, 7},
+		{"one after the other", []*Run{run(0, 10, 2), run(20, 10, 2), run(40, 10, 2)}, 2},
+		{"one starting as the other ends", []*Run{run(0, 10, 2), run(10, 10, 3)}, 3},
+		{"partly overlapping", []*Run{run(0, 10, 2), run(5, 10, 2), run(12, 10, 4)}, 6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, overlappingParallel(tc.runs))
+		})
+	}
 }

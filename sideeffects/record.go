@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"unicode/utf8"
 )
 
 // Kind names a ledger record.
@@ -109,6 +110,11 @@ func (r *Record) Validate() error {
 		return errors.New("id is required")
 	case len(r.ID) > 128:
 		return errors.New("id is longer than 128 bytes")
+	case !utf8.ValidString(r.ID):
+		// JSON carries each invalid byte as U+FFFD: the ledger would store
+		// another id, three bytes longer per byte, and ids differing only
+		// in those bytes would be one.
+		return errors.New("id is not valid UTF-8")
 	case !r.Kind.Valid():
 		return fmt.Errorf("unknown kind %q", r.Kind)
 	case r.TUS < 0:

@@ -2,6 +2,7 @@ package sideeffects
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,6 +17,9 @@ func TestValidate(t *testing.T) {
 	}{
 		{"charge ok", Record{ID: "a", Kind: KindCharge, OrderID: "o", AmountCents: 1}, ""},
 		{"no id", Record{Kind: KindCharge, OrderID: "o", AmountCents: 1}, "id is required"},
+		{"id of 129 bytes", Record{ID: strings.Repeat("a", 129), Kind: KindCharge, OrderID: "o", AmountCents: 1}, "longer than 128"},
+		{"id not UTF-8", Record{ID: "a\xff", Kind: KindCharge, OrderID: "o", AmountCents: 1}, "not valid UTF-8"},
+		{"id of 128 bytes in UTF-8", Record{ID: strings.Repeat("é", 64), Kind: KindCharge, OrderID: "o", AmountCents: 1}, ""},
 		{"unknown kind", Record{ID: "a", Kind: "refund"}, "unknown kind"},
 		{"charge without order", Record{ID: "a", Kind: KindCharge, AmountCents: 1}, "order_id"},
 		{"charge of zero", Record{ID: "a", Kind: KindCharge, OrderID: "o"}, "amount_cents"},

@@ -93,13 +93,13 @@ func Open(path string, opts Options, replay func(record []byte) error) (*Log, er
 	return l, nil
 }
 
-// grow zero-fills the file to growBy bytes past need, if it is shorter.
+// grow zero-fills the file to growBy bytes past need, unless it already
+// reaches past need.
 func (l *Log) grow(need int64) error {
-	if need <= l.size && l.size > l.end {
+	if need < l.size {
 		return nil
 	}
 	size := need + growBy
-	zeros := make([]byte, min(size-l.size, 1<<20))
 	for off := l.size; off < size; {
 		n, err := l.f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off)
 		off += int64(n)
@@ -110,6 +110,9 @@ func (l *Log) grow(need int64) error {
 	l.size = size
 	return nil
 }
+
+// zeros is what grow writes, a chunk at a time.
+var zeros [64 << 10]byte
 
 // sync makes what was written durable: in full (the file's size too) after
 // the file grew, otherwise only its data.

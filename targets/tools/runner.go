@@ -190,6 +190,17 @@ func (w *waiter) sleep(d time.Duration) error {
 			}
 			return nil
 		}
+		// A cancellation already seen wins over a timer that has already
+		// fired, for the same reason: a tool cancelled after its third
+		// event must not emit a fourth because its next one was due.
+		select {
+		case <-cancelled:
+			if err := w.cancel(); err != nil {
+				return err
+			}
+			continue
+		default:
+		}
 		t := time.NewTimer(time.Until(deadline))
 		select {
 		case <-t.C:
@@ -199,13 +210,22 @@ func (w *waiter) sleep(d time.Duration) error {
 			return errInterrupted
 		case <-cancelled:
 			t.Stop()
-			w.seen = true
-			w.onCancel()
-			if w.mode != OnCancelIgnore {
-				return errCancelled
+			if err := w.cancel(); err != nil {
+				return err
 			}
 		}
 	}
+}
+
+// cancel records the request's cancellation, seen for the first time; it
+// returns errCancelled unless the mode is ignore.
+func (w *waiter) cancel() error {
+	w.seen = true
+	w.onCancel()
+	if w.mode != OnCancelIgnore {
+		return errCancelled
+	}
+	return nil
 }
 
 // cancelledOutcome is the outcome of a tool that noticed its cancellation.

@@ -63,14 +63,28 @@ func (c *conn) drop() {
 	c.live, c.session, c.protocol, c.runsTasks, c.taskTools = false, "", "", false, nil
 }
 
-// newConn builds a connection with its own transport. Keep-alives are off:
-// a POST written to a pooled connection the peer has already closed fails
-// in a way that cannot be told from a call that reached the server, and
-// would make a call that never left the client look unknown.
+// reuseWindow is how long a connection that finished an exchange is kept
+// for the next request, as the HTTP clients of real MCP clients keep theirs
+// (Go's default transport for 90 s). A session's opening (initialize, its
+// notification) and its calls then go over one connection instead of one
+// each: at thousands of sessions the proxy's work per connection was most
+// of what the machine did while they started, and a loaded client can take
+// seconds between two requests of its own, so the window is long. A pooled
+// connection its peer closed (a balancer's keep-alive timeout, a restart, a
+// reset) is dropped by the transport once it reads the close, and a request
+// the transport finds it could not write it sends again on a fresh
+// connection; a request written just as the close crosses it fails as a
+// request on a fresh connection cut after its write does, with an unknown
+// outcome, never as a call that did not run.
+const reuseWindow = 30 * time.Second
+
+// newConn builds a connection with its own transport, keeping at most one
+// idle connection and for reuseWindow only.
 func newConn(endpoint string, readTimeout time.Duration) *conn {
 	tr := &http.Transport{
-		DialContext:       (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-		DisableKeepAlives: true,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 1,
+		IdleConnTimeout:     reuseWindow,
 	}
 	return &conn{hc: &http.Client{Transport: tr}, endpoint: endpoint, readTimeout: readTimeout}
 }
@@ -80,13 +94,28 @@ func (c *conn) close() { c.hc.CloseIdleConnections() }
 // exchange is one request in progress: its response, and the context and
 // watchdog that bound it.
 type exchange struct {
-	resp   *http.Response
-	cancel context.CancelFunc
-	wd     *watchdog
+	resp     *http.Response
+	cancel   context.CancelFunc
+	wd       *watchdog
+	answered bool // the response the request waited for was read
 }
+
+// drainWait and drainBytes bound the reading of what follows an answer on
+// its stream: a server ends the stream of a request once it answered it,
+// and reading that end is what lets the connection carry the next
+// request. A stream that goes on is cut instead.
+const (
+	drainWait  = 100 * time.Millisecond
+	drainBytes = 64 << 10
+)
 
 func (x *exchange) close() {
 	x.wd.stop()
+	if x.resp != nil && x.answered {
+		t := time.AfterFunc(drainWait, x.cancel)
+		_, _ = io.CopyN(io.Discard, x.resp.Body, drainBytes)
+		t.Stop()
+	}
 	if x.resp != nil {
 		x.resp.Body.Close()
 	}
@@ -403,6 +432,7 @@ func readResponse(ctx context.Context, x *exchange, id json.RawMessage) (mcpwire
 		if err == nil && m.IDString() != want {
 			err = fmt.Errorf("response id %s, want %s", m.IDString(), want)
 		}
+		x.answered = err == nil
 		return m, err
 	}
 	er := mcpwire.NewEventReader(x.resp.Body)
@@ -417,6 +447,7 @@ func readResponse(ctx context.Context, x *exchange, id json.RawMessage) (mcpwire
 		}
 		m, err := mcpwire.ParseMessage(ev.Data)
 		if err == nil && m.IsResponse() && m.IDString() == want {
+			x.answered = true
 			return m, nil
 		}
 	}

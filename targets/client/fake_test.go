@@ -33,6 +33,7 @@ type seen struct {
 	hasLastID   bool
 	msg         mcpwire.Message
 	at          time.Time
+	remote      string // the client's address: one per connection
 }
 
 // script is a scripted MCP server: it answers initialize and
@@ -65,6 +66,7 @@ func (s *script) serve(w http.ResponseWriter, r *http.Request) {
 		method: r.Method, session: r.Header.Get(mcpwire.HeaderSessionID), protocol: r.Header.Get(mcpwire.HeaderProtocolVersion),
 		accept: r.Header.Get("Accept"), lastEventID: r.Header.Get(mcpwire.HeaderLastEventID),
 		hasLastID: len(r.Header.Values(mcpwire.HeaderLastEventID)) > 0, at: time.Now(),
+		remote: r.RemoteAddr,
 	}
 	if r.Method == http.MethodPost {
 		m, err := mcpwire.ParseMessage(body)

@@ -90,6 +90,7 @@ func (a *agent) readJSONResult(ctx context.Context, s *stream, x *exchange) (*ou
 	case m.IDString() != s.requestID:
 		return nil, Close{Err: fmt.Errorf("JSON answer to request %s, want %s", m.IDString(), s.requestID), LastEventID: s.lastID}, false, nil
 	}
+	x.answered = true
 	return resultOf(m, ""), Close{}, false, nil
 }
 
@@ -117,6 +118,7 @@ func (a *agent) readEvents(ctx context.Context, s *stream, x *exchange) (*outcom
 		}
 		progressed = progressed || ev.ID != ""
 		if out != nil {
+			x.answered = true
 			return out, Close{}, progressed, nil
 		}
 	}

@@ -18,7 +18,7 @@ const chunkBytes = 32 << 10
 
 // chunkPool keeps the read buffers of connections that ended for the next
 // ones: at thousands of sessions a tap opens several connections for each
-// (a client opens one per request), and allocating and zeroing a fresh
+// (a client that keeps no connection opens one per request), and allocating and zeroing a fresh
 // buffer for every direction of every one was a tenth of the proxy agent's
 // CPU time while the sessions started.
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, chunkBytes); return &b }}

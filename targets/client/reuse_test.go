@@ -30,13 +30,19 @@ func remotes(s *script) []string {
 // server keeps open after the answer is cut, so the next request opens a
 // connection of its own; a broken stream's connection is never reused.
 func TestConnectionCarriesTheNextRequest(t *testing.T) {
-	ended := func(s *script) func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {
-		return func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {
-			sse(w)
-			priming(t, w, "1", 0)
-			result(t, w, "2", m.ID, okResult())
+	// endedAfter answers with a stream that ends wait after the answer
+	// (with a wait, the end comes in a read of its own).
+	endedAfter := func(wait time.Duration) func(*script) func(http.ResponseWriter, *http.Request, mcpwire.Message, int) {
+		return func(*script) func(http.ResponseWriter, *http.Request, mcpwire.Message, int) {
+			return func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {
+				sse(w)
+				priming(t, w, "1", 0)
+				result(t, w, "2", m.ID, okResult())
+				time.Sleep(wait)
+			}
 		}
 	}
+	ended := endedAfter(0)
 	cases := []struct {
 		name   string
 		target string
@@ -49,15 +55,7 @@ func TestConnectionCarriesTheNextRequest(t *testing.T) {
 		outcome int // calls that ended ok
 	}{
 		{name: "resumable, streams end", target: TargetResumable, onCall: ended, conns: 1, outcome: 2},
-		{name: "resumable, streams end a little after the answer", target: TargetResumable, conns: 1, outcome: 2,
-			onCall: func(s *script) func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {
-				return func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {
-					sse(w)
-					priming(t, w, "1", 0)
-					result(t, w, "2", m.ID, okResult())
-					time.Sleep(5 * time.Millisecond) // the end comes in a read of its own
-				}
-			}},
+		{name: "resumable, streams end a little after the answer", target: TargetResumable, onCall: endedAfter(5 * time.Millisecond), conns: 1, outcome: 2},
 		{name: "naive, streams end", target: TargetNaive, onCall: ended, conns: 1, outcome: 2},
 		{name: "resumable, JSON answers", target: TargetResumable, conns: 1, outcome: 2,
 			onCall: func(s *script) func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {

@@ -25,13 +25,15 @@ import (
 	"github.com/chaosrun/chaosrun/internal/runclock"
 )
 
-// fixture is a proxy agent with a proxy "mcp" in front of a backend, a fake
-// runtime, a server control endpoint and a fault log, all on loopback.
+// fixture is a proxy agent observing a proxy "mcp" in front of a backend,
+// as the runner builds it, a fake runtime, a server control endpoint and a
+// fault log, all on loopback.
 type fixture struct {
 	t       *testing.T
 	clock   runclock.Clock
 	toxi    *toxiclient.Client
-	listen  string // the proxy's address
+	agent   *proxy.Client
+	listen  string // the proxy's address: its observed client edge
 	procs   *fakeProcesses
 	control *httptest.Server
 	mu      sync.Mutex
@@ -47,10 +49,12 @@ func newFixture(t *testing.T, upstream string) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, agent.Close()) })
 
-	f := &fixture{t: t, clock: runclock.Start(), toxi: toxiclient.NewClient(agent.URL()), procs: &fakeProcesses{}}
-	p, err := f.toxi.CreateProxy("mcp", "127.0.0.1:0", upstream)
+	f := &fixture{t: t, clock: runclock.Start(), toxi: toxiclient.NewClient(agent.URL()), agent: proxy.NewClient(agent.URL()), procs: &fakeProcesses{}}
+	t.Cleanup(func() { assert.NoError(t, f.agent.Close()) })
+	_, err = f.toxi.CreateProxy("mcp", "127.0.0.1:0", upstream)
 	require.NoError(t, err)
-	f.listen = p.Listen
+	f.listen, err = f.agent.Observe(context.Background(), "mcp", "127.0.0.1:0")
+	require.NoError(t, err)
 	f.control = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.posts = append(f.posts, r.Method+" "+r.URL.Path)
@@ -77,7 +81,7 @@ func (f *fixture) runPlan(ctx context.Context, plan []faults.Injection, progress
 	require.NoError(f.t, err)
 	env := faults.Env{
 		Clock: f.clock, WorkloadStart: f.clock.Now(), Toxiproxies: []*toxiclient.Client{f.toxi}, Proxy: "mcp",
-		Processes: f.procs, ControlURL: f.control.URL, Log: log, Progress: progress,
+		Processes: f.procs, ControlURL: f.control.URL, Log: log, Progress: progress, Edges: f.agent,
 	}
 	runErr := faults.Run(ctx, env, plan)
 	require.NoError(f.t, log.Close())

@@ -48,22 +48,26 @@ func (c *Client) Arm(ctx context.Context, ts []trigger.Trigger) error {
 	return c.post(ctx, pathTriggers, armRequest{Triggers: ts})
 }
 
-// Tap starts the wire observer's tap of an edge on the agent, listening on
-// listen and relaying to upstream, and returns the address it listens on.
-func (c *Client) Tap(ctx context.Context, edge wire.Edge, listen, upstream string) (string, error) {
-	var a tapAnswer
-	if err := c.call(ctx, pathTaps, tapRequest{Edge: edge, Listen: listen, Upstream: upstream}, &a); err != nil {
+// Observe has the agent observe its Toxiproxy proxy named proxy (created
+// through Toxiproxy's API, its upstream the server): the agent accepts the
+// proxy's clients on listen itself, dials the upstream for each and hands
+// both sockets to the proxy's toxics, recording what crosses each edge. It
+// returns the address it listens on, the one clients connect to.
+func (c *Client) Observe(ctx context.Context, proxy, listen string) (string, error) {
+	var a observeAnswer
+	if err := c.call(ctx, pathObserve, observeRequest{Proxy: proxy, Listen: listen}, &a); err != nil {
 		return "", err
 	}
 	return a.Listen, nil
 }
 
-// Refuse has the tap of an edge refuse new connections; Accept undoes it.
+// Refuse has an edge (the client edge: the server edge has no listener)
+// refuse new connections; Accept undoes it.
 func (c *Client) Refuse(ctx context.Context, edge wire.Edge) error {
 	return c.post(ctx, strings.Replace(pathRefuse, "{edge}", string(edge), 1), struct{}{})
 }
 
-// Accept has the tap of an edge listen again on the same address.
+// Accept has an edge listen again on the same address.
 func (c *Client) Accept(ctx context.Context, edge wire.Edge) error {
 	return c.post(ctx, strings.Replace(pathAccept, "{edge}", string(edge), 1), struct{}{})
 }

@@ -39,17 +39,20 @@ type fixture struct {
 	mu      sync.Mutex
 	posts   []string // control paths posted to
 	logPath string
+	// triggers, when set, are the run's protocol triggers.
+	triggers faults.Triggers
 }
 
 func newFixture(t *testing.T, upstream string) *fixture {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	agent, err := proxy.Start(context.Background(), ln, proxy.Options{})
+	clock := runclock.Start()
+	agent, err := proxy.Start(context.Background(), ln, proxy.Options{Clock: clock})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, agent.Close()) })
 
-	f := &fixture{t: t, clock: runclock.Start(), toxi: toxiclient.NewClient(agent.URL()), agent: proxy.NewClient(agent.URL()), procs: &fakeProcesses{}}
+	f := &fixture{t: t, clock: clock, toxi: toxiclient.NewClient(agent.URL()), agent: proxy.NewClient(agent.URL()), procs: &fakeProcesses{}}
 	t.Cleanup(func() { assert.NoError(t, f.agent.Close()) })
 	_, err = f.toxi.CreateProxy("mcp", "127.0.0.1:0", upstream)
 	require.NoError(t, err)
@@ -81,7 +84,7 @@ func (f *fixture) runPlan(ctx context.Context, plan []faults.Injection, progress
 	require.NoError(f.t, err)
 	env := faults.Env{
 		Clock: f.clock, WorkloadStart: f.clock.Now(), Toxiproxies: []*toxiclient.Client{f.toxi}, Proxy: "mcp",
-		Processes: f.procs, ControlURL: f.control.URL, Log: log, Progress: progress, Edges: f.agent,
+		Processes: f.procs, ControlURL: f.control.URL, Log: log, Progress: progress, Edges: f.agent, Triggers: f.triggers,
 	}
 	runErr := faults.Run(ctx, env, plan)
 	require.NoError(f.t, log.Close())
@@ -202,7 +205,7 @@ func TestRunInjectsAndHealsEveryKind(t *testing.T) {
 		{kind: "idle_timeout", params: "{idle: 10ms, close: reset, for: 60ms}", target: "mcp", healed: true,
 			during: toxics("chaosrun-linger", "idle_timeout-0-0")},
 		{kind: "reset", params: "{after: 10ms, for: 60ms}", target: "mcp", healed: true,
-			during: toxics("chaosrun-linger", "reset-0-0")},
+			during: toxics("chaosrun-linger")},
 		{kind: "latency", params: "{latency: 5ms, jitter: 1ms, for: 60ms}", target: "mcp", healed: true,
 			during: toxics("latency-0-0")},
 		{kind: "bandwidth", params: "{rate: 1000, stream: upstream}", target: "mcp", healed: true,

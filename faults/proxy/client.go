@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -70,6 +71,30 @@ func (c *Client) Refuse(ctx context.Context, edge wire.Edge) error {
 // Accept has an edge listen again on the same address.
 func (c *Client) Accept(ctx context.Context, edge wire.Edge) error {
 	return c.post(ctx, strings.Replace(pathAccept, "{edge}", string(edge), 1), struct{}{})
+}
+
+// Reset resets every connection through the observed proxy now, and
+// returns how many it reset and the window it acted in, on the run's clock.
+func (c *Client) Reset(ctx context.Context) (conns int, fromUS, toUS int64, err error) {
+	var a resetsAnswer
+	err = c.call(ctx, pathReset, struct{}{}, &a)
+	return a.Conns, a.FromUS, a.ToUS, err
+}
+
+// StartResets has the agent reset, until StopResets(id), every connection
+// after the later of now and its opening, and returns when it began.
+func (c *Client) StartResets(ctx context.Context, id string, after time.Duration) (fromUS int64, err error) {
+	var a resetsAnswer
+	err = c.call(ctx, pathResets, resetsRequest{ID: id, AfterUS: after.Microseconds()}, &a)
+	return a.FromUS, err
+}
+
+// StopResets stops the resets id, and returns how many connections they
+// reset and when they stopped.
+func (c *Client) StopResets(ctx context.Context, id string) (conns int, toUS int64, err error) {
+	var a resetsAnswer
+	err = c.call(ctx, strings.Replace(pathResetsStop, "{id}", url.PathEscape(id), 1), struct{}{}, &a)
+	return a.Conns, a.ToUS, err
 }
 
 // Healed tells the agent that fault index healed at atUS.

@@ -120,6 +120,9 @@ func Start(ctx context.Context, ln net.Listener, opts Options) (*Agent, error) {
 	mux.HandleFunc("POST "+pathObserve, a.serveObserve)
 	mux.HandleFunc("POST "+pathRefuse, a.serveRefuse)
 	mux.HandleFunc("POST "+pathAccept, a.serveAccept)
+	mux.HandleFunc("POST "+pathReset, a.serveReset)
+	mux.HandleFunc("POST "+pathResets, a.serveResets)
+	mux.HandleFunc("POST "+pathResetsStop, a.serveResetsStop)
 	mux.Handle("/", a.following(api.Routes()))
 	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

@@ -55,6 +55,7 @@ type observers struct {
 	// proxy's (its enabled flag in Toxiproxy's API): the tap listens
 	// while neither holds.
 	refused, disabled bool
+	storms            map[string]*storm // running resets by id
 }
 
 // sink writes each record to wire.jsonl, which numbers it, then hands it
@@ -136,6 +137,7 @@ func (a *Agent) relay(name string) observer.Relay {
 			return
 		}
 		Link(a.api, p, c)
+		a.observers.opened(c)
 	}
 }
 
@@ -245,6 +247,9 @@ func (o *observers) close() error {
 	o.mu.Lock()
 	o.closed = true
 	tap, writer := o.tap, o.writer
+	for _, s := range o.storms {
+		s.stop()
+	}
 	o.mu.Unlock()
 	var errs []error
 	if tap != nil {

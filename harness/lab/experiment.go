@@ -28,11 +28,15 @@ type Experiment struct {
 	// Deadline bounds the run in wall time (unscaled); "" is the runner's
 	// default.
 	Deadline string `yaml:"deadline,omitempty"`
+	// Rest holds the parts of a base file the generator leaves as they are
+	// (a balancer: block).
+	Rest map[string]any `yaml:",inline"`
 }
 
 // Workload is the experiment's workload: one logical client's calls.
 type Workload struct {
-	Calls []Call `yaml:"calls"`
+	Clients int    `yaml:"clients,omitempty"`
+	Calls   []Call `yaml:"calls"`
 }
 
 // Call is one tools/call of a generated workload, as an experiment file

@@ -19,27 +19,27 @@ import (
 // call it twice with the same arguments (re-issue).
 func (p *prober) effectChecks(ctx context.Context, rev string) []Check {
 	var out []Check
-	var cut *lab.Outcome
-	if p.opts.wants(PartStreamClose) || modern(rev) {
-		var err error
-		if cut, err = p.cutEffect(ctx, rev); err != nil {
+	if p.opts.wants(PartStreamClose) {
+		cut, err := p.cutEffect(ctx, rev)
+		if err != nil {
 			return []Check{cannot("stream-close-cancels", checkName["stream-close-cancels"], err.Error())}
 		}
-		if p.opts.wants(PartStreamClose) {
-			out = p.streamClose(rev, cut)
-		}
+		out = p.streamClose(rev, cut)
 	}
-	if modern(rev) { // no initialize at 2026-07-28: the effect call says whether the revision is served
-		out = append(out, p.modernOffered(rev, cut))
-	}
-	if !p.opts.wants(PartReissue) {
+	if !p.opts.wants(PartReissue) && !modern(rev) {
 		return out
 	}
 	again, err := p.reissue(ctx, rev)
 	if err != nil {
 		return append(out, cannot("reissue-executes-once", checkName["reissue-executes-once"], err.Error()))
 	}
-	return append(out, p.judgeReissue(again))
+	if modern(rev) { // no initialize at 2026-07-28: a call with no fault says whether the revision is served
+		out = append(out, p.modernOffered(rev, again))
+	}
+	if p.opts.wants(PartReissue) {
+		out = append(out, p.judgeReissue(again))
+	}
+	return out
 }
 
 // cutEffect resets every connection a third into the effect call.
@@ -131,6 +131,8 @@ func (p *prober) streamClose(rev string, o *lab.Outcome) []Check {
 		out = append(out, verdictOf(keptID, checkName[keptID], true, s.Evidence+", carrying "+s.describeReplay(), o))
 	case wasDropped:
 		out = append(out, verdictOf(keptID, checkName[keptID], false, fmt.Sprintf("ledger n=%d: result_dropped (%s)", dropped.N, dropped.Reason), o))
+	case s.Class == noResume && !carriesIDs(call):
+		out = append(out, verdictOf(keptID, checkName[keptID], false, fmt.Sprintf("the call's stream (wire record %d) carried no event id before the cut: there is nothing to resume, and the result went nowhere", call.req.N), o))
 	case s.Class == noResume && jsonAnswer(call):
 		out = append(out, verdictOf(keptID, checkName[keptID], false, fmt.Sprintf("the call was answered as %s with no event id (wire record %d): there is no stream to resume, and the result went nowhere", call.resp.Header.ContentType, call.resp.N), o))
 	case s.Class == noResume:
@@ -219,4 +221,14 @@ func (p *prober) modernOffered(rev string, o *lab.Outcome) Check {
 	}
 	ok := call.protocolHeader() == rev && call.status() < 300 && call.status() > 0
 	return verdictOf(id, checkName[id], ok, fmt.Sprintf("a tools/call with MCP-Protocol-Version %s was answered %s (wire record %d)", call.protocolHeader(), call.answer(), call.req.N), o)
+}
+
+// carriesIDs reports whether any event of the exchange carried an id.
+func carriesIDs(x *exchange) bool {
+	for _, e := range x.events {
+		if e.EventID != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -221,6 +221,10 @@ func eventFindings(pts []point, resultEvent bool) []Check {
 		c = measured("retention-events", checkName["retention-events"], fmt.Sprintf("fewer than %d events", hi),
 			fmt.Sprintf("no resume was honoured: the smallest tried, %d missed %s, was answered %s", hi, unit, lostAt(pts, hi).s.Answer),
 			map[string]any{"below": hi}, outcomesOf(pts)...)
+	case lo >= hi:
+		c = measured("retention-events", checkName["retention-events"], fmt.Sprintf("about %d to %d events, not steady", hi, lo),
+			fmt.Sprintf("%d missed %s were replayed, but %d were not (%s): the bound is not a fixed number of events", lo, unit, hi, lostAt(pts, hi).s.Answer),
+			map[string]any{"kept": lo, "lost": hi}, outcomesOf(pts)...)
 	case hi == lo+1:
 		c = measured("retention-events", checkName["retention-events"], fmt.Sprintf("%d events", lo),
 			fmt.Sprintf("%d missed %s were replayed; %d were not (%s)", lo, unit, hi, lostAt(pts, hi).s.Answer),

@@ -80,6 +80,9 @@ func WriteSummary(w io.Writer, run *Run) error {
 			ratio = fmt.Sprintf("%.1fs / %.1fs (%.2f)", float64(f.WallMS)/1000, float64(f.ScheduledMS)/1000, float64(f.WallMS)/float64(f.ScheduledMS))
 		}
 		verdict := r.Verdict.Verdict
+		if len(r.Verdict.CannotTell) > 0 {
+			verdict += "; cannot tell " + strings.Join(r.Verdict.CannotTell, ", ")
+		}
 		if r.Partial != "" {
 			verdict += " (partial)"
 		}
@@ -88,6 +91,7 @@ func WriteSummary(w io.Writer, run *Run) error {
 			f.Forks, f.OrphanedResults, f.CallsUnknown, ratio)
 	}
 	writeJudgements(w, run)
+	writeLimits(w, run)
 	for _, r := range run.Results {
 		if r.Met {
 			continue
@@ -283,7 +287,7 @@ func secs(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
 func evidence(v *check.Verdict) string {
 	var b strings.Builder
 	for _, r := range append(append([]check.Result(nil), v.Assumptions...), v.Invariants...) {
-		if r.Held() || r.Status == check.NotJudged {
+		if r.Held() || r.Status == check.NotJudged || r.Status == check.CannotTell {
 			continue
 		}
 		fmt.Fprintf(&b, "%s: %s\n", r.ID, r.Summary)

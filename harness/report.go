@@ -61,6 +61,9 @@ func WriteSummary(w io.Writer, run *Run) error {
 	fmt.Fprintf(w, "# chaosrun run %s\n\n", run.ID)
 	fmt.Fprintf(w, "Runtime %s, parallel %d, wall %.1fs%s. **%d of %d expectations met.**\n\n",
 		run.Runtime, run.Parallel, float64(run.WallMS)/1000, runScope(run), met, len(run.Results))
+	if line := savedLine(run); line != "" {
+		fmt.Fprintln(w, line+"\n")
+	}
 	if run.Repeated() {
 		writeTallies(w, run)
 	}
@@ -106,6 +109,27 @@ func WriteSummary(w io.Writer, run *Run) error {
 		fmt.Fprintf(w, "- results: `%s`\n", r.Dir)
 	}
 	return nil
+}
+
+// savedLine says, for a run judged again offline, how many verdicts match
+// the saved verdict.json files, or "" when none was compared.
+func savedLine(run *Run) string {
+	compared, same := 0, 0
+	for _, r := range run.Results {
+		if r.Saved != "" {
+			compared++
+		}
+		if r.Saved == SavedSame {
+			same++
+		}
+	}
+	switch {
+	case compared == 0:
+		return ""
+	case same == compared:
+		return fmt.Sprintf("Judged again: every verdict (%d of %d) matches its saved verdict.json.", same, compared)
+	}
+	return fmt.Sprintf("Judged again: %d of %d verdicts match their saved verdict.json; the others are named below.", same, compared)
 }
 
 // runScope says what share of the experiments the run took, how often

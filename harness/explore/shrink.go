@@ -100,14 +100,13 @@ func (e *explorer) writeMinimal(ctx context.Context, f *Finding, s Schedule, n i
 	name := fmt.Sprintf("%s-explored-%d", sanitize(base), n)
 	x := e.experiment(name, fmt.Sprintf("Found by chaosrun explore (seed %d, schedule %d) and shrunk in %d steps from: %s. It violates %s.",
 		e.base.Seed, f.Run, f.ShrinkSteps, strings.Join(f.Original, "; "), strings.Join(f.Violations, ", ")), s)
-	viol := f.Violations
-	if len(last) > 0 && last[0].Verdict != nil {
-		viol = last[0].Verdict.Violations
-	}
-	if f.Key == HarnessError {
+	switch {
+	case f.Key == HarnessError:
 		x.Expect = lab.Expect{Verdict: check.Fail}
-	} else {
-		x.Expect = lab.Expect{Verdict: check.Fail, Violations: viol}
+	case len(last) > 0 && last[0].Verdict != nil:
+		x.Found(*last[0].Verdict)
+	default:
+		x.Expect = lab.Expect{Verdict: check.Fail, Violations: f.Violations}
 	}
 	b, err := x.YAML()
 	if err != nil {
@@ -165,7 +164,7 @@ func met(o *lab.Outcome, x lab.Expect, key string) bool {
 	if o.Verdict == nil {
 		return false
 	}
-	ok, _ := check.Expectation{Verdict: x.Verdict, Violations: x.Violations}.Match(*o.Verdict)
+	ok, _ := check.Expectation{Verdict: x.Verdict, Violations: x.Violations, CannotTell: x.CannotTell}.Match(*o.Verdict)
 	return ok
 }
 

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"gopkg.in/yaml.v3"
 )
@@ -54,6 +55,7 @@ type Call struct {
 type Expect struct {
 	Verdict    string   `yaml:"verdict"`
 	Violations []string `yaml:"violations,omitempty"`
+	CannotTell []string `yaml:"cannot_tell,omitempty"`
 }
 
 // Clone returns a copy of c whose arguments can be changed alone.
@@ -103,10 +105,14 @@ func (x *Experiment) Parse() (*spec.Experiment, error) {
 	return spec.Parse(x.Name+".yaml", b)
 }
 
-// Found sets the expectation to the verdict and violations a run reached.
-func (x *Experiment) Found(verdict string, violations []string) {
-	x.Expect = Expect{Verdict: verdict}
-	if len(violations) > 0 {
-		x.Expect.Violations = violations
+// Found sets the expectation to what a run reached: its verdict, the
+// invariants it violated and those its records could not prove.
+func (x *Experiment) Found(v check.Verdict) {
+	x.Expect = Expect{Verdict: v.Verdict}
+	if len(v.Violations) > 0 {
+		x.Expect.Violations = v.Violations
+	}
+	if len(v.CannotTell) > 0 {
+		x.Expect.CannotTell = v.CannotTell
 	}
 }

@@ -168,7 +168,7 @@ func keepFound(run *harness.Run, x *Experiment) error {
 	default:
 		return nil
 	}
-	x.Found(res.Verdict.Verdict, res.Verdict.Violations)
+	x.Found(*res.Verdict)
 	b, err := x.YAML()
 	if err != nil {
 		return err

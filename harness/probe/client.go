@@ -6,11 +6,13 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/faults/trigger"
+	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/lab"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets"
@@ -348,14 +350,21 @@ func blindRetries(outcomes []*lab.Outcome) Check {
 	const id, name = "client-blind-retries", "blind retries"
 	var n int64
 	var judged []*lab.Outcome
+	var unproven []string
 	for _, o := range outcomes {
 		if o != nil && o.Verdict != nil {
 			n += o.Verdict.Figures.BlindRetries
 			judged = append(judged, o)
+			if p, ok := o.Verdict.Provenance["blind_retries"]; ok && p.Kind == check.Unknown {
+				unproven = append(unproven, o.Folder+": "+p.Why)
+			}
 		}
 	}
 	if len(judged) == 0 {
 		return cannot(id, name, "no client run was judged")
+	}
+	if n == 0 && len(unproven) > 0 {
+		return cannot(id, name, "the records cannot count blind retries in "+strings.Join(unproven, "; "), judged...)
 	}
 	c := verdictOf(id, name, n == 0, fmt.Sprintf("%d blind retries over %d runs (the checker's blind_retries figure)", n, len(judged)), judged...)
 	c.Figure = fmt.Sprint(n)

@@ -55,7 +55,7 @@ type Limits struct {
 	// MaxAway is the longest disconnect tried, at real-world scale
 	// (default 10m).
 	MaxAway time.Duration
-	// SearchRuns bounds the experiments of one search (default 10).
+	// SearchRuns bounds the experiments of one search (default 12).
 	SearchRuns int
 	// Precision is the relative width at which a search over time stops
 	// (default 0.05).
@@ -67,7 +67,7 @@ func (l Limits) withDefaults() Limits {
 		l.MaxAway = 10 * time.Minute
 	}
 	if l.SearchRuns <= 0 {
-		l.SearchRuns = 10
+		l.SearchRuns = 12
 	}
 	if l.Precision <= 0 {
 		l.Precision = 0.05
@@ -245,8 +245,8 @@ func (p *prober) run(ctx context.Context, x *lab.Experiment) (*lab.Outcome, erro
 // say writes a progress line.
 func (p *prober) say(format string, args ...any) { lab.Say(p.opts.Progress, format, args...) }
 
-// scaled returns a wall-clock duration of the run as the real-world
-// duration an experiment file states.
+// real returns a wall-clock duration of a run as the real-world duration
+// an experiment file states.
 func (p *prober) real(wall time.Duration) time.Duration {
 	return time.Duration(float64(wall) / p.opts.TimeScale)
 }

@@ -137,7 +137,7 @@ func (p *prober) eventSearch(ctx context.Context, rev string, cal *calibration, 
 	most := cal.events - 2
 	requested := map[int64]bool{}
 	var offset int64 // what was asked for less what was measured, last time
-	for len(pts) <= p.limits.SearchRuns+4 {
+	for len(pts) <= p.limits.SearchRuns {
 		lo, hi := bracket(pts, func(pt point) int64 { return pt.missed })
 		var want int64
 		switch {

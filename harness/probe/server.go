@@ -30,7 +30,7 @@ func (p *prober) serverBattery(ctx context.Context, revs []string) []Check {
 	var all []Check
 	for i, cs := range out {
 		for _, c := range cs {
-			c.Scenario, c.Protocol = serverScenario(revs[i]), revs[i]
+			c.Scenario, c.Protocol, c.Condition = serverScenario(revs[i]), revs[i], conditionOf[c.ID]
 			all = append(all, c)
 		}
 	}
@@ -154,12 +154,13 @@ func (p *prober) streamChecks(ctx context.Context, rev string) []Check {
 		return []Check{cannot("revision-offered", "revision offered", err.Error())}
 	}
 	if cal.why != "" {
-		offered := cannot("revision-offered", "revision offered", cal.why, cal.outcome)
 		if cal.protocol != "" && !cal.offered {
-			offered = verdictOf("revision-offered", "revision offered", false, cal.why, cal.outcome)
-			return []Check{offered}
+			return []Check{verdictOf("revision-offered", "revision offered", false, cal.why, cal.outcome)}
 		}
-		var out []Check
+		out := []Check{cannot("revision-offered", "revision offered", cal.why, cal.outcome)}
+		if cal.offered {
+			out[0] = verdictOf("revision-offered", "revision offered", true, fmt.Sprintf("initialize at %s answered with %s", rev, cal.protocol), cal.outcome)
+		}
 		for _, id := range []string{"retention-events", "retention-seconds", "cursor-evicted-answer", "session-idle-ttl", "resume-replays-missed"} {
 			out = append(out, cannot(id, checkName[id], cal.why, cal.outcome))
 		}
@@ -264,4 +265,25 @@ var checkName = map[string]string{
 func callLength(c lab.Call) time.Duration {
 	d, _ := time.ParseDuration(c.Duration)
 	return d
+}
+
+// conditionOf groups each server check under its condition.
+var conditionOf = map[string]string{
+	"revision-offered":           CondRevision,
+	"retention-events":           CondRetention,
+	"retention-seconds":          CondRetention,
+	"retention-outlives-session": CondRetention,
+	"cursor-evicted-answer":      CondCursor,
+	"cursor-unknown-answer":      CondCursor,
+	"session-idle-ttl":           CondSession,
+	"session-expired-404":        CondSession,
+	"event-ids":                  CondResumption,
+	"priming-event":              CondResumption,
+	"retry-field":                CondResumption,
+	"event-ids-per-stream":       CondResumption,
+	"resume-replays-missed":      CondResumption,
+	"stream-close-cancels":       CondStreamEnd,
+	"stream-close-not-cancelled": CondStreamEnd,
+	"result-after-cut-kept":      CondStreamEnd,
+	"reissue-executes-once":      CondReissue,
 }

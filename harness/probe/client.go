@@ -77,8 +77,8 @@ func (p *prober) clientBattery(ctx context.Context) []Check {
 			lab.Fault(faults.KindHTTPStatus, map[string]any{"event": trigger.EventToolsCall, "tool": mcpwire.ToolCharge, "after": lab.Duration(chargeFor/3 - time.Second)}, 0,
 				map[string]any{"status": 503, "for": "20s"}),
 			lab.Fault(faults.KindReset, midCharge(), 0, nil)), judgeResume("client-5xx-resumes", "5xx → resume with Last-Event-ID")},
-		{p.clientExperiment("probe-client-404", "Cut the client off a third into a charge and expire its session meanwhile: does it initialize again and report the call's outcome unknown, without calling it again?",
-			nil, []lab.Call{chargeCall()},
+		{p.clientExperiment("probe-client-404", "Cut the client off a third into a charge and expire its session meanwhile: does it initialize again (for its next call) and report the call's outcome unknown, without calling it again?",
+			nil, []lab.Call{chargeCall(), chargeCall()},
 			lab.Fault(faults.KindPartition, midCharge(), 0, map[string]any{"for": "20s", "mode": "refuse"}),
 			lab.Fault(faults.KindExpireSession, midCharge(), time.Second, nil)), judge404},
 		{p.clientExperiment("probe-client-410", "Keep 10 events per session and answer an evicted cursor 410: does the client surface the gap?",
@@ -249,6 +249,10 @@ func judge404(o *lab.Outcome) Check {
 		}
 	}
 	if gone == nil {
+		if n := len(v.recalled()); n > 0 {
+			return verdictOf(id, name, false, fmt.Sprintf("it never came back to its session to meet the 404: %s; it called %s again %d time(s)",
+				describeNext(v.afterCut()), v.msg.Tool, n), o)
+		}
 		return cannot(id, name, "the client never met the 404: "+describeNext(v.afterCut()), o)
 	}
 	reinit := false

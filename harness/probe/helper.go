@@ -30,9 +30,10 @@ import (
 //
 //	hold   stands in for a server already running elsewhere (--server-url):
 //	       it starts nothing and waits to be stopped
-//	forge  a bring-your-own client that opens the stream call, reads a few
-//	       of its events, disconnects and comes back with a Last-Event-ID
-//	       the server never issued; what the server answers is on the wire
+//	forge  a bring-your-own client that makes the stream call, reads its
+//	       stream to the end (so no stream of the session is still being
+//	       written) and comes back with a Last-Event-ID shaped like the last
+//	       one but never issued; what the server answers is on the wire
 //
 // A test binary serves as them when its TestMain calls RunHelperIfAsked.
 var helperArgs = []string{"probe", "helper"}
@@ -84,7 +85,7 @@ func RunHelper(args []string, log io.Writer) int {
 func forge(ctx context.Context, args []string, log io.Writer) error {
 	fs := flag.NewFlagSet("forge", flag.ContinueOnError)
 	protocol := fs.String("protocol", mcpwire.LatestVersion, "protocol revision to initialize at")
-	events := fs.Int("events", 3, "message events to read before disconnecting")
+	events := fs.Int("events", 0, "message events to read before disconnecting; 0 reads the stream to its end")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -198,7 +199,7 @@ func (c *forger) call(ctx context.Context, tool string, args json.RawMessage, n 
 			data = true
 		case line == "" && data:
 			seen, data = seen+1, false
-			if seen >= n {
+			if n > 0 && seen >= n {
 				return last, nil
 			}
 		}
@@ -237,9 +238,9 @@ func (c *forger) resume(ctx context.Context, cursor string) (int, string, error)
 func (p *prober) unknownCursor(ctx context.Context, rev string) (Check, error) {
 	const id = "cursor-unknown-answer"
 	x := p.experiment("probe-"+rev+"-unknown-cursor",
-		fmt.Sprintf("Read three events of %s at %s, disconnect, and come back with a Last-Event-ID the server never issued.", p.opts.Server.Stream.Tool, rev),
+		fmt.Sprintf("Read %s's stream at %s to its end, and come back with a Last-Event-ID the server never issued.", p.opts.Server.Stream.Tool, rev),
 		rev, []lab.Call{p.opts.Server.Stream}, 0)
-	x.Client = map[string]any{"target": targets.Command, "command": helperCommand("forge", "--protocol", rev, "--events", "3")}
+	x.Client = map[string]any{"target": targets.Command, "command": helperCommand("forge", "--protocol", rev)}
 	x.Faults = nil
 	o, err := p.run(ctx, x)
 	if err != nil {

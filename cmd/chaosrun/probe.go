@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,9 +60,12 @@ checks/) and experiments/, every generated experiment's results, which 'chaosrun
 judges again. --baseline takes the conformance suite's expected-failures file: the exit code
 is 1 when a failure is not in it or an entry of it now passes.
 
-A server command's arguments may hold {addr}, {host} and {port}; the tools default to the
-built-in charge and chatty for chaosrun's own servers, and must be named (--tool, --args) for
-others: the stream tool must send progress notifications.`,
+A server command's arguments may hold {addr}, {host} and {port}. The tools are chatty and charge
+for chaosrun's own servers; for any other, --tool and --args name the call whose stream carries
+progress notifications (--effect-tool and --effect-args the call with a side effect), or the
+probe lists the server's tools and chooses: a tool with a count argument (rows, events, items,
+count, ...) asked for 300, and the first other tool with its required arguments filled in; the
+report says what it chose.`,
 		Example: `  chaosrun probe --server '{target: reference, retention_events: 50}' --protocol 2025-11-25
   chaosrun probe --server-command "bin/shop-gosdk --addr {addr}" --tool export_rows --args '{"rows": 300}' \
       --effect-tool place_order --effect-args '{"order_id": "o-{{call}}", "amount_cents": 100}'
@@ -134,7 +138,7 @@ func (f *probeFlags) options(cmd *cobra.Command) (probe.Options, error) {
 		o.Client = &probe.Client{Spec: spec}
 		return o, nil
 	}
-	srv, err := f.serverSpec()
+	srv, err := f.serverSpec(cmd)
 	if err != nil {
 		return o, err
 	}
@@ -153,7 +157,7 @@ func (f *probeFlags) clientSpec() (map[string]any, error) {
 	return mapping("--client", f.client)
 }
 
-func (f *probeFlags) serverSpec() (probe.Server, error) {
+func (f *probeFlags) serverSpec(cmd *cobra.Command) (probe.Server, error) {
 	var s probe.Server
 	switch {
 	case f.serverCommand != "":
@@ -178,17 +182,20 @@ func (f *probeFlags) serverSpec() (probe.Server, error) {
 		}
 		s.Spec = spec
 	}
-	return s, f.tools(&s)
+	return s, f.tools(cmd.Context(), &s)
 }
 
 // tools chooses the stream and effect calls.
-func (f *probeFlags) tools(s *probe.Server) error {
+func (f *probeFlags) tools(ctx context.Context, s *probe.Server) error {
 	own := s.Target() == targets.Reference || s.Target() == targets.GoSDK || s.Target() == targets.MCPGo
 	stream := lab.Call{Tool: f.tool}
-	if f.tool == "" {
-		if !own {
-			return errors.New("--tool: name the tool whose stream carries progress events (and --args); the probe knows the tools of chaosrun's own servers only")
+	if f.tool == "" && !own {
+		if f.effectTool != "" {
+			return errors.New("--effect-tool: name the stream tool too (--tool), or neither and let the probe choose both from tools/list")
 		}
+		return probe.ChooseTools(ctx, s)
+	}
+	if f.tool == "" {
 		stream = lab.Call{Tool: mcpwire.ToolChatty, Args: map[string]any{"events": 1200, "interval_ms": 2}, Duration: "48s"}
 		s.TimeStream = &lab.Call{Tool: mcpwire.ToolChatty, Args: map[string]any{"events": 60, "interval_ms": 10}, Duration: "12s"}
 		s.Chosen = "stream tools: chatty with 1200 events 2 ms apart (events), and 60 events 10 ms apart (time); effect tool: charge of 20 s (chaosrun's own tools)"

@@ -8,7 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func tool(name string, schema map[string]any) *mcp.Tool { return &mcp.Tool{Name: name, InputSchema: schema} }
+func tool(name string, schema map[string]any) *mcp.Tool {
+	return &mcp.Tool{Name: name, InputSchema: schema}
+}
 
 func TestChooseToolsFromToolsList(t *testing.T) {
 	order := tool("place_order", map[string]any{"type": "object", "required": []any{"order_id", "amount_cents"},

@@ -196,9 +196,9 @@ func (f *probeFlags) tools(ctx context.Context, s *probe.Server) error {
 		return probe.ChooseTools(ctx, s)
 	}
 	if f.tool == "" {
-		stream = lab.Call{Tool: mcpwire.ToolChatty, Args: map[string]any{"events": 1200, "interval_ms": 2}, Duration: "48s"}
+		stream = lab.Call{Tool: mcpwire.ToolChatty, Args: map[string]any{"events": 1200, "interval_ms": 5}, Duration: "2m"}
 		s.TimeStream = &lab.Call{Tool: mcpwire.ToolChatty, Args: map[string]any{"events": 60, "interval_ms": 10}, Duration: "12s"}
-		s.Chosen = "stream tools: chatty with 1200 events 2 ms apart (events), and 60 events 10 ms apart (time); effect tool: charge of 20 s (chaosrun's own tools)"
+		s.Chosen = "stream tools: chatty with 1200 events 5 ms apart (events), and 60 events 10 ms apart (time); effect tool: charge of 20 s (chaosrun's own tools)"
 	} else if err := jsonArgs("--args", f.args, &stream); err != nil {
 		return err
 	}

@@ -55,8 +55,12 @@ func (p *prober) resumptionChecks(rev string, s *study) []Check {
 			measured("retry-field", checkName["retry-field"], yesNo(retry > 0), retryEv+" (not asked of this revision)", nil, o))
 	}
 	out = append(out, idsPerStream(server, s.Session, token(msg), msg.ID, o))
-	if s.Class == noResume {
-		return append(out, cannot("resume-replays-missed", checkName["resume-replays-missed"], "the client never came back with Last-Event-ID: "+s.Answer, o))
+	switch s.Class {
+	case noResume:
+		return append(out, cannot("resume-replays-missed", checkName["resume-replays-missed"], s.Answer, o))
+	case refused, sessionGone:
+		return append(out, cannot("resume-replays-missed", checkName["resume-replays-missed"],
+			fmt.Sprintf("the resume after %d missed events was answered %s: nothing was replayed to compare", s.Missed(s.ResultAsEvent), s.Answer), o))
 	}
 	ev := fmt.Sprintf("missed progress %d..%d and the result; the GET with Last-Event-ID %s was answered %s and carried %s",
 		s.CursorProgress+1, s.Total, s.Cursor, s.Answer, s.describeReplay())
@@ -222,12 +226,16 @@ func eventFindings(pts []point, resultEvent bool) []Check {
 			fmt.Sprintf("no resume was honoured: the smallest tried, %d missed %s, was answered %s", hi, unit, lostAt(pts, hi).s.Answer),
 			map[string]any{"below": hi}, outcomesOf(pts)...)
 	case lo >= hi:
-		c = measured("retention-events", checkName["retention-events"], fmt.Sprintf("about %d to %d events, not steady", hi, lo),
-			fmt.Sprintf("%d missed %s were replayed, but %d were not (%s): the bound is not a fixed number of events", lo, unit, hi, lostAt(pts, hi).s.Answer),
+		fig := fmt.Sprintf("about %d to %d events, not steady", hi, lo)
+		if hi == lo {
+			fig = fmt.Sprintf("about %d events, not steady", lo)
+		}
+		c = measured("retention-events", checkName["retention-events"], fig,
+			fmt.Sprintf("%d missed %s were replayed, but %d were not (%s, after %s away): the bound is not a fixed number of events, or time evicted them first", lo, unit, hi, lostAt(pts, hi).s.Answer, seconds(lostAt(pts, hi).away)),
 			map[string]any{"kept": lo, "lost": hi}, outcomesOf(pts)...)
 	case hi == lo+1:
 		c = measured("retention-events", checkName["retention-events"], fmt.Sprintf("%d events", lo),
-			fmt.Sprintf("%d missed %s were replayed; %d were not (%s)", lo, unit, hi, lostAt(pts, hi).s.Answer),
+			fmt.Sprintf("%d missed %s were replayed; %d were not (%s, after %s away)", lo, unit, hi, lostAt(pts, hi).s.Answer, seconds(lostAt(pts, hi).away)),
 			map[string]any{"events": lo}, outcomesOf(pts)...)
 	default:
 		c = measured("retention-events", checkName["retention-events"], fmt.Sprintf("%d to %d events", lo, hi-1),
@@ -258,7 +266,7 @@ func cursorAnswer(pts []point) Check {
 			continue
 		}
 		s := pt.s
-		ev := fmt.Sprintf("after %d missed events (cursor %s, progress %d of %d): %s", pt.missed, s.Cursor, s.CursorProgress, s.Total, s.Answer)
+		ev := fmt.Sprintf("after %d missed events and %s away (cursor %s, progress %d of %d): %s", pt.missed, seconds(pt.away), s.Cursor, s.CursorProgress, s.Total, s.Answer)
 		switch s.Class {
 		case silentLoss:
 			c := verdictOf(id, checkName[id], false, ev+"; the resumed stream carried "+s.describeReplay()+": silent loss", s.outcome)

@@ -26,7 +26,7 @@ func (p *prober) timeSearch(ctx context.Context, rev string, cal *calibration) [
 	var lags []time.Duration
 	var failed error
 	run := func(away time.Duration) bool {
-		if len(pts) >= p.limits.SearchRuns+4 || failed != nil {
+		if len(pts) >= 2*p.limits.SearchRuns+8 || failed != nil {
 			return false
 		}
 		lag := time.Duration(0)

@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -259,11 +260,12 @@ func (e *explorer) runOne(ctx context.Context, name, about string, s Schedule) (
 }
 
 // keyOf is what an outcome found: its violated invariants, a harness
-// error, or "" for nothing.
+// error and what kind (the error's words, without its numbers and paths),
+// or "" for nothing.
 func keyOf(o *lab.Outcome) (string, []string) {
 	switch {
 	case o.Verdict == nil:
-		return HarnessError, nil
+		return HarnessError + ": " + errorKind(o.Error), nil
 	case o.Verdict.Verdict == check.Fail:
 		return strings.Join(o.Verdict.Violations, "+"), o.Verdict.Violations
 	}
@@ -373,3 +375,17 @@ func describeAll(s Schedule) []string {
 	}
 	return out
 }
+
+var digits = regexp.MustCompile(`([0-9]+(\.[0-9]+)?[a-zµ]*)+`)
+
+// errorKind reduces a harness error to what kind it is: "client exited
+// with code 4 (see .../client.log)" and "client exited with code 4 (see
+// another path)" are one kind, a deadline passed another.
+func errorKind(msg string) string {
+	msg, _, _ = strings.Cut(msg, " (see ")
+	msg, _, _ = strings.Cut(msg, ": context ")
+	return strings.TrimSpace(digits.ReplaceAllString(msg, "N"))
+}
+
+// isHarnessError reports whether a finding's key is a harness error.
+func isHarnessError(key string) bool { return strings.HasPrefix(key, HarnessError) }

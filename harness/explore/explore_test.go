@@ -130,3 +130,12 @@ explore: {kinds: [reset, idle_timeout, partition], max_faults: 2, max_window: 30
 	}
 	assert.FileExists(t, filepath.Join(sum.Dir, charge.Timeline))
 }
+
+func TestHarnessErrorsAreKeptApartByKind(t *testing.T) {
+	a := errorKind("client exited with code 4 (see /tmp/a/explore-088/logs/client.log)")
+	b := errorKind("client exited with code 4 (see /tmp/b/explore-091/logs/client.log)")
+	c := errorKind("client did not finish within the deadline of 2m3s: context deadline exceeded")
+	assert.Equal(t, a, b)
+	assert.NotEqual(t, a, c)
+	assert.Equal(t, "client did not finish within the deadline of N", c)
+}

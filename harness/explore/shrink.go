@@ -101,8 +101,9 @@ func (e *explorer) writeMinimal(ctx context.Context, f *Finding, s Schedule, n i
 	x := e.experiment(name, fmt.Sprintf("Found by chaosrun explore (seed %d, schedule %d) and shrunk in %d steps from: %s. It violates %s.",
 		e.base.Seed, f.Run, f.ShrinkSteps, strings.Join(f.Original, "; "), strings.Join(f.Violations, ", ")), s)
 	switch {
-	case f.Key == HarnessError:
+	case isHarnessError(f.Key):
 		x.Expect = lab.Expect{Verdict: check.Fail}
+		x.Description += " The run fails the harness (" + f.Key + "): `chaosrun run` exits 4 on it until that is fixed."
 	case len(last) > 0 && last[0].Verdict != nil:
 		x.Found(*last[0].Verdict)
 	default:
@@ -158,8 +159,9 @@ func (e *explorer) writeMinimal(ctx context.Context, f *Finding, s Schedule, n i
 
 // met reports whether a reproduction reached the minimal file's expectation.
 func met(o *lab.Outcome, x lab.Expect, key string) bool {
-	if key == HarnessError {
-		return o.Verdict == nil
+	if isHarnessError(key) {
+		got, _ := keyOf(o)
+		return got == key
 	}
 	if o.Verdict == nil {
 		return false

@@ -263,7 +263,9 @@ func (p *prober) experiment(name, about, protocol string, calls []lab.Call, away
 	if p.opts.Server.URL != "" {
 		server = map[string]any{"target": targets.Command, "command": holdCommand(), "listen": hostPort(p.opts.Server.URL)}
 	}
-	retries := int(away/(2*time.Second)) + 20
+	// Enough reconnects to outlast the disconnect: the client's delays are
+	// drawn below its 2 s cap, so count one per second of it.
+	retries := int(away/time.Second) + 40
 	client := map[string]any{"target": targets.Resumable, "cursor": "file", "protocol": protocol,
 		"backoff": map[string]any{"initial": "1s", "max": "2s", "retries": min(retries, 1000)}}
 	return &lab.Experiment{

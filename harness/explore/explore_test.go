@@ -57,6 +57,10 @@ func TestShrinkCandidatesComeInAFixedOrder(t *testing.T) {
 	assert.Equal(t, 40*time.Second, s[0].Params["for"], "a candidate never changes the schedule it came from")
 	assert.Equal(t, 4*time.Second, c[3][0].At, "then earlier times")
 	assert.Equal(t, c, s.candidates(), "the same candidates every time")
+	one := Schedule{{Kind: "reset", OnCall: "place_order", At: time.Second, Params: map[string]any{}}}
+	require.Len(t, one.candidates(), 1)
+	assert.Equal(t, time.Duration(0), one.candidates()[0][0].At, "every candidate differs from the schedule: 1 s becomes 0, not 1 s again")
+	assert.Empty(t, Schedule{{Kind: "reset", Params: map[string]any{}}}.candidates(), "nothing left to shrink")
 }
 
 func TestBaseWithAnExploreBlock(t *testing.T) {

@@ -173,15 +173,15 @@ func (s Schedule) candidates() []Schedule {
 		for _, p := range durationParams {
 			if d, ok := f.Params[p].(time.Duration); ok && d > time.Second {
 				c := s.cloned()
-				c[i].Params[p] = max((d / 2).Round(time.Second), time.Second)
+				c[i].Params[p] = max((d / 2).Truncate(time.Second), time.Second)
 				out = append(out, c)
 			}
 		}
 	}
 	for i, f := range s {
-		if f.At >= time.Second {
+		if f.At > 0 {
 			c := s.cloned()
-			c[i].At = (f.At / 2).Round(time.Second)
+			c[i].At = (f.At / 2).Truncate(time.Second)
 			out = append(out, c)
 		}
 	}

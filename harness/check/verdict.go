@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/chaosrun/chaosrun/targets/byo"
 )
 
 // Verdicts.
@@ -23,6 +25,12 @@ const (
 const (
 	Held     = "held"
 	Violated = "violated"
+	// CannotTell is the status of an invariant whose records do not prove
+	// it held or violated: the summary says what they do not show (an
+	// operation told apart from another only by its arguments, a client
+	// known only by the name it gave, events the server may have emitted
+	// while nothing carried its stream). It is never counted as held.
+	CannotTell = "cannot_tell"
 	// NotJudged is the status of an invariant no account held anything
 	// for: it is neither held nor violated.
 	NotJudged = "not_judged"
@@ -42,11 +50,15 @@ const (
 	// committed) is accounted for by the client: an unknown outcome, or a
 	// re-issue deduplicated under the same idempotency key.
 	CancelledCommitsSurfaced = "cancelled_commits_surfaced"
+	// ClientSurvived: a client of the user's own kept running through the
+	// faults: it did not exit with an error, or die by a signal the harness
+	// did not send, once a fault was injected. Judged from its exit record.
+	ClientSurvived = "client_survived"
 )
 
 // InvariantIDs lists the invariants in the order a verdict reports them.
 var InvariantIDs = []string{
-	NoDuplicateSideEffects, NoSilentEventLoss, NoSessionFork, NoOrphanedResults, OutcomesResolved, CancelledCommitsSurfaced,
+	NoDuplicateSideEffects, NoSilentEventLoss, NoSessionFork, NoOrphanedResults, OutcomesResolved, CancelledCommitsSurfaced, ClientSurvived,
 }
 
 // MaxEvidence bounds the evidence lines of one result; the rest are counted
@@ -65,16 +77,32 @@ type Verdict struct {
 	Verdict string `json:"verdict"`
 	// Violations lists the ids of the violated invariants, in InvariantIDs
 	// order; empty, not absent, when none was.
-	Violations  []string `json:"violations"`
+	Violations []string `json:"violations"`
+	// RestsOn lists the invariants the verdict rests on: those proven held
+	// or violated, in InvariantIDs order. CannotTell lists those the
+	// records could not prove either way; a pass rests on RestsOn alone.
+	RestsOn     []string `json:"rests_on"`
+	CannotTell  []string `json:"cannot_tell"`
 	Assumptions []Result `json:"assumptions"`
 	Invariants  []Result `json:"invariants"`
 	Figures     Figures  `json:"figures"`
+	// Provenance says, for every figure that is not a plain count of
+	// recorded facts, what it is: derived, a lower or upper bound, or
+	// cannot_tell; a figure it does not name is observed.
+	Provenance map[string]Provenance `json:"provenance,omitempty"`
+	// ClientExit is how a client of the user's own ended, when the run
+	// recorded it (client-exit.json).
+	ClientExit *ClientExit `json:"client_exit,omitempty"`
 }
+
+// ClientExit is how a client of the user's own ended: its exit code and
+// status, when (on the run's clock), and its last lines of output.
+type ClientExit = byo.ClientExit
 
 // Result is the outcome of one assumption or invariant.
 type Result struct {
 	ID      string `json:"id"`
-	Status  string `json:"status"` // held | violated | not_judged
+	Status  string `json:"status"` // held | violated | cannot_tell | not_judged
 	Summary string `json:"summary"`
 	// Account says which account judged an invariant (ledger, wire or
 	// both); empty for an assumption and for an invariant not judged.
@@ -87,11 +115,49 @@ type Result struct {
 	// session the server expired while no client asked about it): a limit
 	// of the wire, told, not a disagreement.
 	Unseen string `json:"unseen,omitempty"`
-	// Evidence names the records that prove the status, such as
-	// "ledger n=12: ..." or "history line 34: ...", at most MaxEvidence.
-	Evidence []string `json:"evidence,omitempty"`
-	Omitted  int      `json:"omitted,omitempty"` // evidence lines left off
+	// Evidence is what proves the status, at most MaxEvidence lines, each
+	// with the records it names.
+	Evidence []Evidence `json:"evidence,omitempty"`
+	Omitted  int        `json:"omitted,omitempty"` // evidence lines left off
 }
+
+// Evidence is one line of evidence: its text, such as "ledger n=12: ..."
+// or "history line 34: ...", and the records it names, so a reader (the
+// timeline) links them without reading the text.
+type Evidence struct {
+	Text string `json:"text"`
+	Refs []Ref  `json:"refs,omitempty"`
+}
+
+// The record files a [Ref] names.
+const (
+	RefWire    = "wire"    // wire.jsonl, by record n
+	RefLedger  = "ledger"  // ledger.jsonl, by record n
+	RefHistory = "history" // history.jsonl, by line
+	RefFaults  = "faults"  // faults.jsonl, by line
+	RefExit    = "exit"    // client-exit.json (N is 0)
+)
+
+// Ref names one record. Derived marks a record a fact was derived from, by
+// a stated rule, rather than one that shows it.
+type Ref struct {
+	File    string `json:"file"`
+	N       int64  `json:"n"`
+	Derived bool   `json:"derived,omitempty"`
+}
+
+// UnmarshalJSON reads an evidence line, or a plain string as verdicts saved
+// before evidence carried its records.
+func (e *Evidence) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &e.Text)
+	}
+	type plain Evidence
+	return json.Unmarshal(b, (*plain)(e))
+}
+
+// String is the evidence's text.
+func (e Evidence) String() string { return e.Text }
 
 // Held reports whether the result held.
 func (r Result) Held() bool { return r.Status == Held }
@@ -147,17 +213,34 @@ func LoadVerdict(path string) (Verdict, error) {
 
 // evidence collects at most MaxEvidence lines and counts the rest.
 type evidence struct {
-	lines   []string
+	lines   []Evidence
 	omitted int
 }
 
+// add formats one line. The records it names are those of its citation
+// arguments ([Accounts.refs], [historyLines.many], fault descriptions),
+// which print as their text.
 func (e *evidence) add(format string, args ...any) {
 	if len(e.lines) >= MaxEvidence {
 		e.omitted++
 		return
 	}
-	e.lines = append(e.lines, fmt.Sprintf(format, args...))
+	line := Evidence{Text: fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if c, ok := a.(citation); ok {
+			line.Refs = append(line.Refs, c.refs...)
+		}
+	}
+	e.lines = append(e.lines, line)
 }
+
+// citation is text that names records, and the records it names.
+type citation struct {
+	text string
+	refs []Ref
+}
+
+func (c citation) String() string { return c.text }
 
 func (e *evidence) result(id string, held bool, summary string) Result {
 	status := Violated
@@ -165,6 +248,12 @@ func (e *evidence) result(id string, held bool, summary string) Result {
 		status = Held
 	}
 	return Result{ID: id, Status: status, Summary: summary, Evidence: e.lines, Omitted: e.omitted}
+}
+
+// cannotTell is a result whose records prove neither: why says what they
+// do not show.
+func (e *evidence) cannotTell(id, why string) Result {
+	return Result{ID: id, Status: CannotTell, Summary: why, Evidence: e.lines, Omitted: e.omitted}
 }
 
 // seconds renders microseconds on the run's clock as seconds, the unit a

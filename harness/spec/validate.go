@@ -36,7 +36,7 @@ var (
 // MaxClients bounds workload.clients. Every client is a session with its own
 // connections through the proxy, so the bound is about file descriptors and
 // memory on one machine: 10,000 clients run on 2 cores and 24 GiB (see the
-// README's section on scale), and ten times that is still one machine's worth.
+// section on scale in docs/performance.md), and ten times that is still one machine's worth.
 const MaxClients = 100_000
 
 // defaultRetries is client.backoff.retries when the file leaves it out.
@@ -530,6 +530,14 @@ func (x *Experiment) validateExpect(bad badFunc, oneOf oneOfFunc) {
 	for i, v := range e.Violations {
 		if !slices.Contains(check.InvariantIDs, v) {
 			bad(fmt.Sprintf("expect.violations[%d]", i), "unknown invariant %q (known: %s)", v, strings.Join(check.InvariantIDs, ", "))
+		}
+	}
+	for i, v := range e.CannotTell {
+		switch {
+		case !slices.Contains(check.InvariantIDs, v):
+			bad(fmt.Sprintf("expect.cannot_tell[%d]", i), "unknown invariant %q (known: %s)", v, strings.Join(check.InvariantIDs, ", "))
+		case slices.Contains(e.Violations, v):
+			bad(fmt.Sprintf("expect.cannot_tell[%d]", i), "%s is also expected violated", v)
 		}
 	}
 	if e.Verdict == "pass" && len(e.Violations) > 0 {

@@ -256,9 +256,11 @@ func (r *run) one(ctx context.Context, in Injection) error {
 		return r.end(&e, fmt.Errorf("inject: %w", err))
 	}
 	// The log keeps the window the proxy reports it acted in, when it
-	// reports one, rather than the span of the calls that made it act.
+	// reports one, rather than the span of the calls that made it act, and
+	// the fault's hold counts from there.
 	if in.acted.fromUS > 0 {
 		e.StartUS = in.acted.fromUS
+		start = time.Duration(in.acted.fromUS) * time.Microsecond
 	}
 	r.emit(PhaseInjected, &e, e.StartUS, nil)
 	if h == nil {

@@ -169,7 +169,8 @@ func place(hist []history.Record, keys map[StreamKey]*eventKeys) []history.Recor
 }
 
 // settleEvents derives the event_emitted records of call c, and what the
-// edge saw of its stream.
+// edge saw of its stream: also of a stream that carried no event, since a
+// server may have emitted some while nothing carried it.
 func (d *derivedLedger) settleEvents(c *wireCall) {
 	evs := d.events.streams[c.key]
 	numbered, any := true, false
@@ -179,10 +180,9 @@ func (d *derivedLedger) settleEvents(c *wireCall) {
 			numbered = numbered && e.num > 0
 		}
 	}
-	if !any {
-		return
+	if any {
+		d.out.keys[c.key] = &eventKeys{numbered: numbered}
 	}
-	d.out.keys[c.key] = &eventKeys{numbered: numbered}
 	seen := map[string]bool{}
 	place := int64(0)
 	for _, e := range evs {
@@ -198,8 +198,9 @@ func (d *derivedLedger) settleEvents(c *wireCall) {
 		d.add(&wire.Record{N: e.n, TUS: e.tus}, sideeffects.Record{Kind: sideeffects.KindEventEmitted, Session: c.key.Session,
 			Client: c.client, RequestID: c.key.RequestID, Tool: c.tool, Stream: d.events.label(e.x), EventID: e.num, Seq: seq})
 	}
-	sight := d.sight(c, evs, numbered)
-	d.out.sight[c.key] = sight
+	if sight := d.sight(c, evs, any, numbered); any || sight.Partial != "" {
+		d.out.sight[c.key] = sight
+	}
 }
 
 // label names the kind of stream an exchange is, as ledger records do.
@@ -212,7 +213,7 @@ func (l *eventLog) label(k exchangeKey) string {
 
 // sight works out what the edge saw of call c's stream, and derives the
 // events its ids prove were emitted and never carried.
-func (d *derivedLedger) sight(c *wireCall, evs []edgeEvent, numbered bool) *streamSight {
+func (d *derivedLedger) sight(c *wireCall, evs []edgeEvent, carried, numbered bool) *streamSight {
 	s := &streamSight{}
 	breaks := d.breaks(c)
 	if c.result && len(breaks) == 0 {
@@ -237,6 +238,8 @@ func (d *derivedLedger) sight(c *wireCall, evs []edgeEvent, numbered bool) *stre
 		s.Partial = why + ", which at 2026-07-28 cancels the call, and the server may have emitted more before it noticed"
 	case !c.result:
 		s.Partial = why + ", and its result never crossed: the server may have emitted events nothing carried"
+	case !carried:
+		s.Partial = why + ", and no event of it crossed the edge: the server may have emitted events while nothing carried it"
 	case !numbered:
 		s.Partial = why + ", and its events carry no ids that tell what the server emitted while it was away"
 	default:

@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -263,7 +264,7 @@ func (d *derivedLedger) breaks(c *wireCall) []exchangeKey {
 		out = append(out, k)
 	}
 	slices.SortFunc(out, func(a, b exchangeKey) int {
-		return cmp.Compare(d.events.exchanges[a].startUS, d.events.exchanges[b].startUS)
+		return cmp.Or(cmp.Compare(d.events.exchanges[a].startUS, d.events.exchanges[b].startUS), cmp.Compare(a.conn, b.conn), cmp.Compare(a.x, b.x))
 	})
 	return out
 }
@@ -360,23 +361,6 @@ func idPrefix(evs []edgeEvent) (string, bool) {
 	return prefix, set
 }
 
-// sessionIDs is the numbers of every plain numeric id the edge carried in
-// a session, on any stream.
-func (d *derivedLedger) sessionIDs(session string) map[int64]bool {
-	out := map[int64]bool{}
-	for key, evs := range d.events.streams {
-		if key.Session != session {
-			continue
-		}
-		for _, e := range evs {
-			if e.num > 0 {
-				out[e.num] = true
-			}
-		}
-	}
-	return out
-}
-
 // prefixShared reports whether another stream of c's session carried ids
 // with prefix.
 func (d *derivedLedger) prefixShared(c *wireCall, prefix string) bool {
@@ -398,11 +382,14 @@ func (d *derivedLedger) prefixShared(c *wireCall, prefix string) bool {
 // none could have taken them: no other stream of the session carried an id
 // in that range, was open as an event stream then, or had a call running.
 func (d *derivedLedger) aloneIn(c *wireCall, fromUS, toUS, from, to int64) string {
-	for key, evs := range d.events.streams {
+	keys := slices.SortedFunc(maps.Keys(d.events.streams), func(a, b StreamKey) int {
+		return cmp.Or(cmp.Compare(a.Session, b.Session), cmp.Compare(a.RequestID, b.RequestID))
+	})
+	for _, key := range keys {
 		if key.Session != c.key.Session || key == c.key {
 			continue
 		}
-		for _, e := range evs {
+		for _, e := range d.events.streams[key] {
 			if e.num > from && e.num < to {
 				return fmt.Sprintf("another stream of the session (request %s) carried id %s in the range skipped", key.RequestID, e.raw)
 			}

@@ -158,9 +158,9 @@ func noFork(acc *Accounts) Result {
 // noOrphans: every result written was read by some client outcome, or
 // belongs to a call its client surfaced as an unknown outcome; a result the
 // server dropped (its session gone) counts as one nobody read. Of a client
-// judged from the wire, a result delivered to it is read; one never
-// delivered cannot be told, as the wire cannot see whether the client
-// surfaced its loss.
+// judged from the wire, it cannot be told: the wire sees a result
+// delivered, not read (the client may have given the call up first), and
+// not whether the client surfaced one that never came.
 func noOrphans(acc *Accounts) Result {
 	var ev evidence
 	silent, surfaced := 0, 0
@@ -189,9 +189,9 @@ func noOrphans(acc *Accounts) Result {
 		results = fmt.Sprintf("%s (%d written, %d dropped by the server)", count(acc.Results+d, "result"), acc.Results, d)
 	}
 	switch {
-	case silent > 0 && !acc.Own:
-		return ev.cannotTell(NoOrphanedResults, fmt.Sprintf("%d of %s never reached the client edge%s; whether the client surfaced them as unknown outcomes, the wire cannot see",
-			silent, results, note))
+	case !acc.Own && acc.Results+acc.dropped() > 0:
+		return ev.cannotTell(NoOrphanedResults, fmt.Sprintf("%s; %d never reached the client edge%s. Of a client judged from the wire, whether it read a result delivered to it (it may have given the call up first) or surfaced one that never came, the wire cannot see",
+			results, silent, note))
 	case silent > 0:
 		return ev.result(NoOrphanedResults, false, fmt.Sprintf("%d of %s never read%s", silent, results, note))
 	case acc.Results == 0 && acc.dropped() == 0:
@@ -205,9 +205,10 @@ func noOrphans(acc *Accounts) Result {
 // outcomesResolved: every call ended ok, fail or unknown, no fail was
 // reported for a committed side effect, and no non-idempotent call was
 // retried blindly. Of a client judged from the wire (no history of its
-// own), a call whose answer never crossed the client edge is not shown
-// unresolved: what the client concluded of it, the wire cannot see, and
-// only what it did next (a second invocation) is judged.
+// own) it cannot be told unless violated: what the client concluded of a
+// call, the wire cannot see (an answer delivered may have come after it
+// gave the call up), and only what it did next, a second invocation, is
+// judged.
 func outcomesResolved(acc *Accounts) Result {
 	var ev evidence
 	counts := map[history.Kind]int{}
@@ -248,6 +249,9 @@ func outcomesResolved(acc *Accounts) Result {
 	tally := fmt.Sprintf("%s: %d ok, %d failed, %d unknown", count(len(acc.Calls), "call"),
 		counts[history.KindOK], counts[history.KindFail], counts[history.KindUnknown])
 	var unseen []string
+	if !acc.Own && len(acc.Calls) > 0 {
+		unseen = append(unseen, "how a client judged from the wire concluded its calls, the wire cannot see: an answer delivered may have come after it gave the call up, and one that never came it may have failed or surfaced unknown")
+	}
 	if n := counts[""]; n > 0 {
 		for _, c := range acc.Calls {
 			if !c.Resolved() {

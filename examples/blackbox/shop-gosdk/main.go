@@ -110,7 +110,8 @@ func serve(ctx context.Context, addr string, work, interval time.Duration, store
 					return nil, nil, err
 				}
 				if rows.log {
-					fmt.Printf("sent row %d of %d: progress %g of %g\n", i, e.Rows, progress, total)
+					fmt.Printf("sent row %d of %d (session %s, progress token %v): progress %g of %g\n",
+						i, e.Rows, req.Session.ID(), token, progress, total)
 				}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{

@@ -153,6 +153,9 @@ func TestRejudgeASavedRun(t *testing.T) {
 		r := run.Results[0]
 		assert.True(t, r.Met, r.Reasons)
 		assert.Equal(t, want, *r.Verdict)
+		var summary bytes.Buffer
+		require.NoError(t, WriteSummary(&summary, run))
+		assert.Contains(t, summary.String(), "Judged again: every verdict (1 of 1) matches its saved verdict.json.")
 	}
 
 	// A verdict.json that disagrees with the records is reported.
@@ -161,6 +164,9 @@ func TestRejudgeASavedRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, run.Results[0].Met)
 	assert.Contains(t, run.Results[0].Reasons, "the verdict judged now differs from the saved verdict.json")
+	var summary bytes.Buffer
+	require.NoError(t, WriteSummary(&summary, run))
+	assert.Contains(t, summary.String(), "Judged again: 0 of 1 verdicts match their saved verdict.json")
 
 	_, err = Rejudge(t.TempDir())
 	require.ErrorContains(t, err, "holds neither")

@@ -10,8 +10,8 @@ import (
 
 // writeJudgements writes, after the summary's table, how every invariant
 // of every judged experiment came out and which account judged it: held,
-// violated or not judged, by the ledger, the wire or both, with any
-// disagreement between the two.
+// violated, cannot tell or not judged, by the ledger, the wire or both,
+// with any disagreement between the two.
 func writeJudgements(w io.Writer, run *Run) {
 	fmt.Fprintf(w, "\n### Invariants, and the account that judged each\n\n")
 	fmt.Fprintf(w, "| experiment | %s |\n", strings.Join(check.InvariantIDs, " | "))
@@ -27,6 +27,60 @@ func writeJudgements(w io.Writer, run *Run) {
 		}
 		fmt.Fprintf(w, "| %s | %s |\n", r.Label(), strings.Join(cells, " | "))
 	}
+}
+
+// writeLimits writes, for every experiment whose records could not prove
+// something, what: the invariants that cannot be told and why, the
+// figures that are bounds or cannot be told, and how a client of the
+// user's own ended.
+func writeLimits(w io.Writer, run *Run) {
+	header := false
+	for _, r := range run.Results {
+		lines := limits(r.Verdict)
+		if len(lines) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(w, "\n### What the records cannot prove, and how clients of your own ended\n\n")
+			header = true
+		}
+		fmt.Fprintf(w, "- **%s**\n", r.Label())
+		for _, l := range lines {
+			fmt.Fprintf(w, "  - %s\n", l)
+		}
+	}
+}
+
+// limits lists, for writeLimits, what one verdict could not prove and how
+// its client of the user's own ended.
+func limits(v *check.Verdict) []string {
+	if v == nil {
+		return nil
+	}
+	var out []string
+	for _, id := range v.CannotTell {
+		res, _ := v.Result(id)
+		out = append(out, fmt.Sprintf("%s: cannot tell: %s", id, res.Summary))
+	}
+	for _, name := range check.FigureNames {
+		p, ok := v.Provenance[name]
+		if !ok || p.Kind == check.Derived {
+			continue
+		}
+		got, _ := v.Figures.Value(name)
+		out = append(out, fmt.Sprintf("figure %s = %d is %s: %s", name, got, statusWord(p.Kind), p.Why))
+	}
+	if e := v.ClientExit; e != nil {
+		line := "the client ended: " + e.Status
+		if e.TUS > 0 {
+			line += fmt.Sprintf(" at %.3fs", float64(e.TUS)/1e6)
+		}
+		if len(e.Tail) > 0 {
+			line += fmt.Sprintf("; its last output: `%s`", strings.Join(e.Tail[max(0, len(e.Tail)-3):], " | "))
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // judgement renders one result as a summary cell: "violated (ledger)",

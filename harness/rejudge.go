@@ -162,6 +162,7 @@ func rejudgeOne(dir string, o RejudgeOptions) (*ExperimentResult, error) {
 	saved, err := os.ReadFile(filepath.Join(dir, check.VerdictFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		res.Saved = SavedAbsent
 		res.Reasons = append(res.Reasons, "no saved verdict.json to compare with")
 	case err != nil:
 		return nil, fmt.Errorf("report: %w", err)
@@ -170,8 +171,9 @@ func rejudgeOne(dir string, o RejudgeOptions) (*ExperimentResult, error) {
 		if err := v.WriteJSON(&now); err != nil {
 			return nil, err
 		}
+		res.Saved = SavedSame
 		if !bytes.Equal(bytes.TrimSpace(saved), bytes.TrimSpace(now.Bytes())) {
-			res.Met = false
+			res.Saved, res.Met = SavedDiffers, false
 			res.Reasons = append(res.Reasons, "the verdict judged now differs from the saved verdict.json")
 		}
 	}

@@ -61,6 +61,9 @@ func WriteSummary(w io.Writer, run *Run) error {
 	fmt.Fprintf(w, "# chaosrun run %s\n\n", run.ID)
 	fmt.Fprintf(w, "Runtime %s, parallel %d, wall %.1fs%s. **%d of %d expectations met.**\n\n",
 		run.Runtime, run.Parallel, float64(run.WallMS)/1000, runScope(run), met, len(run.Results))
+	if line := savedLine(run); line != "" {
+		fmt.Fprintln(w, line+"\n")
+	}
 	if run.Repeated() {
 		writeTallies(w, run)
 	}
@@ -80,6 +83,9 @@ func WriteSummary(w io.Writer, run *Run) error {
 			ratio = fmt.Sprintf("%.1fs / %.1fs (%.2f)", float64(f.WallMS)/1000, float64(f.ScheduledMS)/1000, float64(f.WallMS)/float64(f.ScheduledMS))
 		}
 		verdict := r.Verdict.Verdict
+		if len(r.Verdict.CannotTell) > 0 {
+			verdict += "; cannot tell " + strings.Join(r.Verdict.CannotTell, ", ")
+		}
 		if r.Partial != "" {
 			verdict += " (partial)"
 		}
@@ -88,6 +94,7 @@ func WriteSummary(w io.Writer, run *Run) error {
 			f.Forks, f.OrphanedResults, f.CallsUnknown, ratio)
 	}
 	writeJudgements(w, run)
+	writeLimits(w, run)
 	for _, r := range run.Results {
 		if r.Met {
 			continue
@@ -102,6 +109,27 @@ func WriteSummary(w io.Writer, run *Run) error {
 		fmt.Fprintf(w, "- results: `%s`\n", r.Dir)
 	}
 	return nil
+}
+
+// savedLine says, for a run judged again offline, how many verdicts match
+// the saved verdict.json files, or "" when none was compared.
+func savedLine(run *Run) string {
+	compared, same := 0, 0
+	for _, r := range run.Results {
+		if r.Saved != "" {
+			compared++
+		}
+		if r.Saved == SavedSame {
+			same++
+		}
+	}
+	switch {
+	case compared == 0:
+		return ""
+	case same == compared:
+		return fmt.Sprintf("Judged again: every verdict (%d of %d) matches its saved verdict.json.", same, compared)
+	}
+	return fmt.Sprintf("Judged again: %d of %d verdicts match their saved verdict.json; the others are named below.", same, compared)
 }
 
 // runScope says what share of the experiments the run took, how often
@@ -283,7 +311,7 @@ func secs(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
 func evidence(v *check.Verdict) string {
 	var b strings.Builder
 	for _, r := range append(append([]check.Result(nil), v.Assumptions...), v.Invariants...) {
-		if r.Held() || r.Status == check.NotJudged {
+		if r.Held() || r.Status == check.NotJudged || r.Status == check.CannotTell {
 			continue
 		}
 		fmt.Fprintf(&b, "%s: %s\n", r.ID, r.Summary)

@@ -96,7 +96,19 @@ type ExperimentResult struct {
 	Partial   string        `json:"partial,omitempty"`
 	Wall      time.Duration `json:"-"`
 	Scheduled time.Duration `json:"-"`
+	// Saved, for an experiment judged again offline, says how the verdict
+	// judged now compares with its saved verdict.json (SavedSame,
+	// SavedDiffers, SavedAbsent); empty when nothing was compared.
+	Saved string `json:"-"`
 }
+
+// How a verdict judged again compares with the saved one
+// (ExperimentResult.Saved).
+const (
+	SavedSame    = "same"
+	SavedDiffers = "differs"
+	SavedAbsent  = "absent"
+)
 
 // Label names the result in tables: the experiment's name, and for a
 // repetition its number ("reset-storm #3").

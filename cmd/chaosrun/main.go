@@ -54,17 +54,30 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitcode.Report(stderr, root.ExecuteContext(ctx))
 }
 
+// exitCodes closes the help of every command that judges or reads
+// experiments.
+const exitCodes = `
+
+Exit codes: 0 every expectation met, 1 some not met, 2 inconclusive (a fault never hit), 3 invalid
+input (file, line and field named; nothing runs), 4 the harness itself failed, 130 interrupted
+(Ctrl-C, SIGTERM; what ran is judged and marked partial).`
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "chaosrun",
 		Short: "Fault-injection chaos harness for MCP Streamable HTTP servers and clients",
 		Long: `chaosrun starts an MCP client and server with Toxiproxy between them, injects LB idle
 timeouts, resets, partitions, 5xx answers and crashes while long-running tools are in flight,
-and judges the run from an independent side-effect ledger: duplicate invocations, silent event
-loss, session forks, orphaned results and unresolved outcomes.
+and judges the run from what crossed the wire at both edges of the fault proxy, the server's
+side-effect ledger where it writes one, and the clients' histories: duplicate invocations,
+silent event loss, session forks, orphaned results and unresolved outcomes. Where the records
+cannot prove an invariant either way the verdict says "cannot tell", never guesses.
 
 Exit codes: 0 every expectation met, 1 some not met, 2 inconclusive, 3 invalid input,
-4 the harness itself failed.`,
+4 the harness itself failed, 130 interrupted (Ctrl-C, SIGTERM; the results are partial).`,
+		Example: `  chaosrun run experiments/double-charge-lb-idle.yaml   # reproduce the double charge
+  chaosrun run experiments/                            # the whole library
+  chaosrun report results/<run-id>                     # judge a saved run again, offline`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

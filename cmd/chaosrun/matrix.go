@@ -32,7 +32,9 @@ and its table says why.
 
 --shard I/N runs the I-th of N shares of the cells (sorted by their experiments' names, every
 N-th from the I-th on); its table holds those cells, and 'chaosrun merge' joins the shards'
-results and tables.`,
+results and tables.` + exitCodes,
+		Example: `  chaosrun matrix -q --parallel 6
+  chaosrun matrix --shard 1/2 --out shards/1`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := defaultMatrix

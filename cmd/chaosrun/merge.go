@@ -22,7 +22,8 @@ every run is a matrix run, matrix.md and matrix.json too. Shards must be every s
 count, each once. Runs that each repeated their experiments (run --repeat N, none a shard)
 are batches of one longer repetition: their runs are numbered again one after the other, so ten
 batches of --repeat 10 merge into one run of every experiment 100 times. The exit code follows
-the same rules as run's.`,
+the same rules as run's.` + exitCodes,
+		Example: `  chaosrun merge --out results --junit results/junit.xml shards/*`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return withCode(exitInvalid, errors.New("merge: give the results folders to join, as in: chaosrun merge shards/*"))

@@ -21,7 +21,11 @@ except that --html writes each experiment's timeline.html and the run's index.ht
 alone), --without history as if its client wrote no history; each verdict is then held
 against the judgement of every record: the same verdict and the same status for every
 invariant, except where the full judgement says the difference lies beyond the wire's sight.
-Experiments an interrupted run left are judged from what they recorded and marked partial.`,
+Experiments an interrupted run left are judged from what they recorded and marked partial.
+The summary says how many verdicts judged now match their saved verdict.json.` + exitCodes,
+		Example: `  chaosrun report results/<run-id>
+  chaosrun report --without ledger results/<run-id>   # judge every server from the wire alone
+  chaosrun report --html results/<run-id>/double-charge-lb-idle`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return withCode(exitInvalid, fmt.Errorf("report: give one results folder to judge again, as in: chaosrun report results/<run-id> (a run's folder, or one experiment's); got %d", len(args)))

@@ -35,7 +35,8 @@ func newRunCmd() *cobra.Command {
 		Use:   "run [PATH...]",
 		Short: "Run experiments (files or folders; default experiments/) and judge them",
 		Long: `Run starts each experiment's ledger, server, proxy and client, injects its faults on schedule,
-judges the run from the ledger and the histories, and writes results/<run-id>/ (summary.md,
+judges the run from what crossed the wire at both edges, the server's ledger and the clients'
+histories, and writes results/<run-id>/ (summary.md,
 junit.xml, run.json, and a folder per experiment). Every file is validated before anything runs.
 
 --repeat N runs every experiment N times, each run with its own agents, ports and folder
@@ -45,7 +46,10 @@ outcomes seen, linking every run's folder.
 
 --shard I/N runs the I-th of N shares of the experiments: sorted by name, shard I takes every
 N-th from the I-th on, so the shards cover every experiment once and differ in size by at most
-one. 'chaosrun merge' joins the shards' results.`,
+one. 'chaosrun merge' joins the shards' results.` + exitCodes,
+		Example: `  chaosrun run experiments/double-charge-lb-idle.yaml experiments/silent-loss-evicted-resume.yaml
+  chaosrun run --repeat 20 --parallel 2 experiments/reset-storm.yaml
+  chaosrun run --runtime docker --out /tmp/results experiments/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			exps, err := loadExperiments(args)
 			if err != nil {

@@ -42,6 +42,12 @@ func newValidateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate [PATH...]",
 		Short: "Check experiment files without running them (default: experiments/)",
+		Long: `Validate loads every experiment file as run would (strict YAML: an unknown key, a bad value or a
+missing field is reported with its file, line, column and field) and runs nothing.
+
+Exit codes: 0 every file is valid, 3 some file is not.`,
+		Example: `  chaosrun validate experiments/ experiments/blackbox/
+  chaosrun validate my-experiment.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			exps, err := loadExperiments(args)
 			if err != nil {

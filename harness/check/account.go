@@ -20,20 +20,41 @@ import (
 type Accounts struct {
 	// Source names the ledger the accounts read: "" for the server's own,
 	// [SourceWire] for one derived from the wire's server edge.
-	Source       string
-	Charges      int                      // charge records
-	Duplicates   []OrderCharges           // orders charged more than once, by order id
-	Events       EventCounts              // totals over Streams
-	Streams      []StreamAccount          // streams with an emitted event, by session, then request id
-	Sessions     []SessionSpan            // by N of session_opened
-	Forks        []Fork                   // in the order the forking sessions opened
+	Source string
+	// Own says the history is the client's own record; otherwise it was
+	// derived from the wire's client edge.
+	Own        bool
+	wire       *wireLedger    // what the wire proves of a derived ledger; nil for the server's own
+	Charges    int            // charge records (on the wire, invocations known to have taken effect)
+	Uncertain  int            // a derived ledger's charges the wire cannot establish
+	Duplicates []OrderCharges // orders charged more than once, by order id
+	// Undistinguished are orders invoked more than once that only their
+	// arguments tell apart: each may be a new call as well as a retry.
+	Undistinguished []OrderCharges
+	// Possible are orders charged at most once for certain, and more than
+	// once if charges the wire cannot establish took effect (see
+	// fromwire.go: an error answer, a killed server, a cancelled stream).
+	Possible      []PossibleCharges
+	Events        EventCounts     // totals over Streams
+	DerivedEvents EventCounts     // of those, the events derived from ids, not carried
+	Streams       []StreamAccount // streams with an emitted event, by session, then request id
+	Sessions      []SessionSpan   // by N of session_opened
+	Forks         []Fork          // in the order the forking sessions opened
+	// NameForks are forks among sessions whose client is known only by the
+	// name it gave in initialize (no history of the client's own claims
+	// them): two processes, or two workers, may share one name.
+	NameForks    []Fork
 	Results      int                      // streams with a result written
 	Orphaned     []Orphan                 // results nobody read, by N
 	Calls        []Call                   // in the order of their first invoke
 	kinds        map[sideeffects.Kind]int // ledger records read, by kind
 	lines        historyLines             // how evidence names the history's lines
 	BlindRetries []BlindRetry             // in time order
-	FalseFails   []FalseFail              // calls reported failed whose side effect was committed
+	// PossibleRetries are invokes that would be blind retries if the
+	// orders they repeat were one operation, which only their arguments
+	// say.
+	PossibleRetries []BlindRetry
+	FalseFails      []FalseFail // calls reported failed whose side effect was committed
 	// CancelledCommits are side effects committed after the server saw
 	// their call cancelled, by N of the commit.
 	CancelledCommits []CancelledCommit
@@ -42,6 +63,17 @@ type Accounts struct {
 	// (result_written): 1 is delivery exactly once, 0 a result never
 	// fetched.
 	TaskFetches map[string]int
+}
+
+// receivedAfter reports whether the client received an event or the
+// result of a stream after us, with no gap surfaced on it.
+func (a *Accounts) receivedAfter(key StreamKey, us int64) bool {
+	for _, s := range a.Streams {
+		if s.StreamKey == key {
+			return s.LastUS > us && !s.Gapped
+		}
+	}
+	return false
 }
 
 // has reports whether the ledger read held a record of one of the kinds.
@@ -81,6 +113,15 @@ type OrderCharges struct {
 	Charges []int64 // N of each charge record, ascending
 }
 
+// PossibleCharges is an order charged once or not at all for certain, with
+// the invocations whose effect the wire cannot establish and why.
+type PossibleCharges struct {
+	OrderID   string
+	Charges   []int64  // N of each certain charge
+	Uncertain []int64  // N of each uncertain one
+	Why       []string // why each uncertain one is, in order
+}
+
 // StreamKey names a call stream: the response stream of one request in one
 // session, resumed by GET with Last-Event-ID.
 type StreamKey struct {
@@ -117,9 +158,15 @@ type StreamAccount struct {
 	StreamKey
 	EventCounts
 	Silent     []EmittedEvent // the events lost silently, by seq
+	Derived    EventCounts    // the events derived from ids, by how they were settled
 	Gaps       []int          // lines of the surfaced gaps that held lost events
 	Later      int            // line of the client's furthest observation of the stream; 0 if none
 	ResultRead bool           // the client received the stream's result (ok, or fail with an event id)
+	// LastUS is when the client last received an event of the stream or
+	// its result; Gapped says it surfaced a gap on the stream or its
+	// session.
+	LastUS int64
+	Gapped bool
 }
 
 // EmittedEvent is one emitted event: its ledger record, event id and seq.
@@ -127,6 +174,9 @@ type EmittedEvent struct {
 	N       int64
 	EventID int64
 	Seq     int64
+	// Derived marks an event no wire record shows, derived from the ids a
+	// resumed stream skipped (see wireevents.go).
+	Derived bool
 }
 
 // SessionSpan is the life of one server session, from the ledger: who
@@ -177,6 +227,9 @@ type Orphan struct {
 	// being gone when the call finished (result_dropped): no client could
 	// ever read it.
 	Dropped bool
+	// Derived says what a result no wire record shows was derived from
+	// (see fromwire.go); "" for a recorded one.
+	Derived string
 }
 
 // Call is one logical call of one client, over all its attempts.
@@ -240,7 +293,25 @@ type FalseFail struct {
 // order in the history is t_us, then line. Account is a pure function of its
 // inputs and modifies neither.
 func Account(ledger []sideeffects.Record, hist []history.Record, ops Ops) Accounts {
-	a := newAccountant(ops)
+	return account(ledger, hist, accountOpts{ops: ops, own: true})
+}
+
+// accountOpts is what an account knows besides its records.
+type accountOpts struct {
+	ops Ops
+	// own says the history is the client's own record, which proves who
+	// held each session it names.
+	own bool
+	// wire is what the wire proves of a ledger derived from it.
+	wire *wireLedger
+	// undistinguished names the orders of a derived history that only
+	// their arguments tell apart.
+	undistinguished map[string]bool
+}
+
+func account(ledger []sideeffects.Record, hist []history.Record, o accountOpts) Accounts {
+	a := newAccountant(o.ops)
+	a.opts = o
 	kinds := map[sideeffects.Kind]int{}
 	for i := range ledger {
 		a.ledgerRecord(&ledger[i])
@@ -249,13 +320,21 @@ func Account(ledger []sideeffects.Record, hist []history.Record, ops Ops) Accoun
 	for i := range hist {
 		a.historyRecord(i+1, &hist[i])
 	}
-	out := Accounts{Charges: a.charges, Results: len(a.results), kinds: kinds}
-	out.Duplicates = a.duplicates()
-	out.Streams, out.Events = a.streamAccounts()
+	out := Accounts{Charges: a.charges, Results: len(a.results), kinds: kinds, Own: o.own, wire: o.wire}
+	for _, ms := range a.maybe {
+		out.Uncertain += len(ms)
+	}
+	out.Duplicates, out.Undistinguished, out.Possible = a.duplicates()
+	out.Streams, out.Events, out.DerivedEvents = a.streamAccounts()
 	out.Sessions = a.sessionList()
-	out.Forks = forks(out.Sessions)
+	if o.own {
+		out.Forks = forks(out.Sessions)
+	} else {
+		out.NameForks = forks(out.Sessions)
+	}
 	out.Orphaned = a.orphans()
 	out.Calls, out.BlindRetries = a.callAccounts(hist)
+	out.BlindRetries, out.PossibleRetries = a.splitRetries(out.BlindRetries)
 	out.FalseFails = a.falseFails(out.Calls)
 	out.CancelledCommits = a.cancelledCommits(out.Calls)
 	out.TaskFetches = a.taskFetches
@@ -265,9 +344,11 @@ func Account(ledger []sideeffects.Record, hist []history.Record, ops Ops) Accoun
 // accountant gathers what Account needs in one pass over each input.
 type accountant struct {
 	ops       Ops
-	started   map[StreamKey]int64 // N of each attempt's call_started
-	committed map[string][]int64  // order id to the records that committed its side effect
-	dropped   map[StreamKey]int64 // N of each result_dropped
+	opts      accountOpts
+	maybe     map[string][]maybeRef // order id to its uncertain charges (a derived ledger's)
+	started   map[StreamKey]int64   // N of each attempt's call_started
+	committed map[string][]int64    // order id to the records that committed its side effect
+	dropped   map[StreamKey]int64   // N of each result_dropped
 	charges   int
 	byOrder   map[string][]int64
 	keyed     map[string]bool   // orders charged under an idempotency key
@@ -279,6 +360,7 @@ type accountant struct {
 	results   map[StreamKey]writtenRef
 	outcomes  map[StreamKey][]outcomeRef // every ok, fail and unknown of a stream
 	claimed   map[string]bool            // sessions some history record names
+	claimedBy map[string]string          // sessions to the client whose session_new names them
 	lostAt    map[string]int64           // sessions a client was told are gone, and when
 	// cancelled, commits and deduplicated follow side effects committed
 	// after a cancellation (see cancelled.go).
@@ -301,14 +383,31 @@ type streamState struct {
 	numbered   [][2]int64 // (event id, seq) of received events that have both
 	maxEventID int64
 	maxSeq     int64
+	lastUS     int64
 	later      int
 	resultRead bool
 	gaps       []gapRef
 }
 
+// maybeRef is a charge the wire cannot establish, and why.
+type maybeRef struct {
+	n   int64
+	why string
+}
+
 // writtenRef is the first result_written record of a stream.
 type writtenRef struct {
 	n, eventID, tus int64
+	derived         string
+}
+
+// derived says what a record of a ledger derived from the wire was derived
+// from, when no wire record shows it; "" otherwise.
+func (a *accountant) derived(r *sideeffects.Record) string {
+	if a.opts.wire == nil {
+		return ""
+	}
+	return a.opts.wire.derived[r.ID]
 }
 
 type gapRef struct {
@@ -319,6 +418,8 @@ type gapRef struct {
 func newAccountant(ops Ops) *accountant {
 	return &accountant{
 		ops:       ops,
+		maybe:     map[string][]maybeRef{},
+		claimedBy: map[string]string{},
 		started:   map[StreamKey]int64{},
 		committed: map[string][]int64{},
 		cancelled: map[StreamKey]cancelRef{}, commits: map[StreamKey][]cancelRef{}, deduplicated: map[string][]int64{},
@@ -355,6 +456,11 @@ func (a *accountant) ledgerRecord(r *sideeffects.Record) {
 	key := StreamKey{Session: r.Session, RequestID: r.RequestID}
 	switch r.Kind {
 	case sideeffects.KindCharge:
+		if a.opts.wire != nil && a.opts.wire.uncertain[r.ID] != "" {
+			a.maybe[r.OrderID] = append(a.maybe[r.OrderID], maybeRef{n: r.N, why: a.opts.wire.uncertain[r.ID]})
+			a.keyed[r.OrderID] = a.keyed[r.OrderID] || r.IdempotencyKey != ""
+			return
+		}
 		a.charges++
 		a.byOrder[r.OrderID] = append(a.byOrder[r.OrderID], r.N)
 		a.keyed[r.OrderID] = a.keyed[r.OrderID] || r.IdempotencyKey != ""
@@ -374,18 +480,18 @@ func (a *accountant) ledgerRecord(r *sideeffects.Record) {
 	case sideeffects.KindEventEmitted:
 		if r.Seq > 0 {
 			s := a.stream(key)
-			s.emitted = append(s.emitted, EmittedEvent{N: r.N, EventID: r.EventID, Seq: r.Seq})
+			s.emitted = append(s.emitted, EmittedEvent{N: r.N, EventID: r.EventID, Seq: r.Seq, Derived: a.derived(r) != ""})
 		}
 	case sideeffects.KindResultWritten:
 		if strings.HasPrefix(r.Stream, "task:") {
 			a.taskFetches[r.Stream]++
 		}
 		if w, seen := a.results[key]; !seen || r.N < w.n {
-			a.results[key] = writtenRef{n: r.N, eventID: r.EventID, tus: r.TUS}
+			a.results[key] = writtenRef{n: r.N, eventID: r.EventID, tus: r.TUS, derived: a.derived(r)}
 		}
 		// The wire sees no money move, but a result the server sent says
 		// the operation ran to its end.
-		if r.Source == SourceWire && r.Detail == "" && !r.IsError && r.OrderID != "" {
+		if r.Source == SourceWire && a.derived(r) == "" && !r.IsError && r.OrderID != "" {
 			a.committed[r.OrderID] = append(a.committed[r.OrderID], r.N)
 		}
 	case sideeffects.KindResultDropped:
@@ -409,6 +515,10 @@ func (a *accountant) historyRecord(line int, h *history.Record) {
 		a.claimed[h.Session] = true
 	}
 	switch h.Kind {
+	case history.KindSessionNew:
+		if _, seen := a.claimedBy[h.Session]; !seen && h.Session != "" {
+			a.claimedBy[h.Session] = h.Client
+		}
 	case history.KindSessionLost:
 		if h.Reason == "status_404" || h.Reason == "close_event" {
 			if t, seen := a.lostAt[h.Session]; !seen || h.TUS < t {
@@ -429,12 +539,14 @@ func (a *accountant) historyRecord(line int, h *history.Record) {
 		}
 		s.maxSeq = max(s.maxSeq, h.Seq)
 		s.maxEventID = max(s.maxEventID, h.EventID)
+		s.lastUS = max(s.lastUS, h.TUS)
 	case history.KindOK, history.KindFail:
 		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID, read: h.Result == history.ResultRead})
 		if h.Kind == history.KindOK || h.EventID > 0 {
 			s := a.stream(key)
 			s.maxEventID = max(s.maxEventID, h.EventID)
 			s.resultRead, s.later = true, line
+			s.lastUS = max(s.lastUS, h.TUS)
 		}
 	case history.KindUnknown:
 		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID, unknown: true, read: h.Result == history.ResultRead})
@@ -452,32 +564,72 @@ func (a *accountant) historyRecord(line int, h *history.Record) {
 	}
 }
 
-func (a *accountant) duplicates() []OrderCharges {
-	var out []OrderCharges
+// duplicates lists the orders charged more than once, those of them only
+// their arguments tell apart, and the orders whose uncertain charges may
+// make them duplicates.
+func (a *accountant) duplicates() (dups, undistinguished []OrderCharges, possible []PossibleCharges) {
 	for order, ns := range a.byOrder {
-		if len(ns) > 1 {
-			out = append(out, OrderCharges{OrderID: order, Charges: slices.Sorted(slices.Values(ns))})
+		if len(ns) < 2 {
+			continue
+		}
+		oc := OrderCharges{OrderID: order, Charges: slices.Sorted(slices.Values(ns))}
+		if a.unproven(order) {
+			undistinguished = append(undistinguished, oc)
+		} else {
+			dups = append(dups, oc)
 		}
 	}
-	slices.SortFunc(out, func(x, y OrderCharges) int { return cmp.Compare(x.OrderID, y.OrderID) })
-	return out
+	for order, ns := range a.maybe {
+		if len(a.byOrder[order]) >= 2 || len(a.byOrder[order])+len(ns) < 2 {
+			continue
+		}
+		p := PossibleCharges{OrderID: order, Charges: slices.Sorted(slices.Values(a.byOrder[order]))}
+		for _, m := range ns {
+			p.Uncertain, p.Why = append(p.Uncertain, m.n), append(p.Why, m.why)
+		}
+		possible = append(possible, p)
+	}
+	byID := func(x, y OrderCharges) int { return cmp.Compare(x.OrderID, y.OrderID) }
+	slices.SortFunc(dups, byID)
+	slices.SortFunc(undistinguished, byID)
+	slices.SortFunc(possible, func(x, y PossibleCharges) int { return cmp.Compare(x.OrderID, y.OrderID) })
+	return dups, undistinguished, possible
 }
 
-func (a *accountant) streamAccounts() ([]StreamAccount, EventCounts) {
+// unproven reports whether only its arguments tell an order apart.
+func (a *accountant) unproven(order string) bool {
+	return a.opts.undistinguished[order] || a.opts.wire != nil && a.opts.wire.unproven[order]
+}
+
+// splitRetries separates the blind retries of orders that only their
+// arguments tell apart: each may as well have been a call of its own.
+func (a *accountant) splitRetries(all []BlindRetry) (proven, possible []BlindRetry) {
+	for _, b := range all {
+		if a.unproven(b.OrderID) {
+			possible = append(possible, b)
+		} else {
+			proven = append(proven, b)
+		}
+	}
+	return proven, possible
+}
+
+func (a *accountant) streamAccounts() ([]StreamAccount, EventCounts, EventCounts) {
 	var out []StreamAccount
-	var total EventCounts
+	var total, derived EventCounts
 	for key, s := range a.streams {
 		if len(s.emitted) == 0 {
 			continue
 		}
 		st := s.settle(key, a.sessGaps[key.Session])
 		total.add(st.EventCounts)
+		derived.add(st.Derived)
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(x, y StreamAccount) int {
 		return cmp.Or(cmp.Compare(x.Session, y.Session), cmp.Compare(x.RequestID, y.RequestID))
 	})
-	return out, total
+	return out, total, derived
 }
 
 // settle classifies every emitted event of the stream; see [EventCounts].
@@ -486,8 +638,7 @@ func (s *streamState) settle(key StreamKey, sessGaps []gapRef) StreamAccount {
 	emitted := slices.CompactFunc(s.emitted, func(x, y EmittedEvent) bool { return x.Seq == y.Seq })
 	slices.Sort(s.received)
 	received := slices.Compact(s.received)
-	out := StreamAccount{StreamKey: key, Later: s.later, ResultRead: s.resultRead}
-	out.Emitted = len(emitted)
+	out := StreamAccount{StreamKey: key, Later: s.later, ResultRead: s.resultRead, LastUS: s.lastUS, Gapped: len(s.gaps)+len(sessGaps) > 0}
 	gapLines := map[int]bool{}
 	j := 0
 	for _, e := range emitted {
@@ -498,19 +649,24 @@ func (s *streamState) settle(key StreamKey, sessGaps []gapRef) StreamAccount {
 		if e.EventID == 0 {
 			g, inGap = s.coveringGapBySeq(e.Seq, sessGaps)
 		}
+		c := EventCounts{Emitted: 1}
 		switch {
 		case j < len(received) && received[j] == e.Seq:
-			out.Received++
+			c.Received = 1
 		case inGap:
-			out.LostSurfaced++
+			c.LostSurfaced = 1
 			gapLines[g] = true
 		case s.resultRead || (e.EventID > 0 && e.EventID < s.maxEventID) || e.Seq < s.maxSeq:
 			// An event the ledger knows no id of (an SDK server's) is
 			// placed by its sequence number alone.
-			out.LostSilent++
+			c.LostSilent = 1
 			out.Silent = append(out.Silent, e)
 		default:
-			out.Unread++
+			c.Unread = 1
+		}
+		out.EventCounts.add(c)
+		if e.Derived {
+			out.Derived.add(c)
 		}
 	}
 	out.Gaps = slices.Sorted(func(yield func(int) bool) {
@@ -566,6 +722,9 @@ func (a *accountant) sessionList() []SessionSpan {
 			s.Closed, s.ClosedUS = c.N, c.TUS
 		}
 		s.Claimed = a.claimed[id]
+		if client, ok := a.claimedBy[id]; ok && a.opts.own && client != "" {
+			s.Client = client // the client's own record says who held it
+		}
 		s.LostUS = a.lostAt[id]
 		out = append(out, s)
 	}
@@ -632,7 +791,7 @@ func (a *accountant) orphans() []Orphan {
 		})
 		if !read {
 			surfaced := slices.ContainsFunc(a.outcomes[key], func(o outcomeRef) bool { return o.unknown })
-			out = append(out, Orphan{StreamKey: key, N: w.n, EventID: w.eventID, Surfaced: surfaced})
+			out = append(out, Orphan{StreamKey: key, N: w.n, EventID: w.eventID, Surfaced: surfaced, Derived: w.derived})
 		}
 	}
 	slices.SortFunc(out, func(x, y Orphan) int { return cmp.Compare(x.N, y.N) })

@@ -1,8 +1,10 @@
 package check
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,7 +37,7 @@ const BreakGrace = 5 * time.Second
 // that call's client saw its stream break during the call, inside the
 // fault's window or within BreakGrace after it.
 func faultHit(in Input, order []int, calls []Call, lines historyLines) Result {
-	breaks := breaksByClient(in.History, order)
+	breaks := breaksOf(in.History, order, in.ClientExit)
 	var ev evidence
 	var injected, overlapping, hit int
 	for i := range in.Faults {
@@ -49,8 +51,12 @@ func faultHit(in Input, order []int, calls []Call, lines historyLines) Result {
 		switch {
 		case b != nil:
 			hit++
+			where := ClientExitFile
+			if b.line > 0 {
+				where = lines.many(b.line)
+			}
 			ev.add("%s hit call %s of %s (%s): %s %s at %s",
-				describe(f), c.ID, c.Client, lines.many(c.First), lines.many(b.line), b.what, seconds(b.tus))
+				describe(f), c.ID, c.Client, lines.many(c.First), where, b.what, seconds(b.tus))
 		case overlaps > 0:
 			overlapping++
 			ev.add("%s overlapped %s in flight (first: call %s of %s, %s), but no client's stream broke during them",
@@ -119,6 +125,32 @@ func firstBreak(bs []streamBreak, from, to int64) *streamBreak {
 // breaksByClient lists each client's stream breaks in time order; order is
 // the history's time order.
 func breaksByClient(hist []history.Record, order []int) map[string][]streamBreak {
+	return breaksOf(hist, order, nil)
+}
+
+// breaksOf is breaksByClient, with the death of a client of the user's own
+// (exit, when it exited with an error) as a break of every logical client
+// it played: a fault that kills the client hits its calls.
+func breaksOf(hist []history.Record, order []int, exit *ClientExit) map[string][]streamBreak {
+	out := breaksFromHistory(hist, order)
+	if exit == nil || exit.Stopped || exit.Code == 0 || exit.TUS == 0 {
+		return out
+	}
+	for i := range hist {
+		c := hist[i].Client
+		if bs := out[c]; len(bs) == 0 || bs[len(bs)-1].what != "client exited" {
+			out[c] = append(out[c], streamBreak{tus: exit.TUS, what: "client exited"})
+		}
+	}
+	for c, bs := range out {
+		slices.SortStableFunc(bs, func(a, b streamBreak) int { return cmp.Compare(a.tus, b.tus) })
+		out[c] = bs
+	}
+	return out
+}
+
+// breaksFromHistory lists the breaks the history records.
+func breaksFromHistory(hist []history.Record, order []int) map[string][]streamBreak {
 	out := map[string][]streamBreak{}
 	started := map[string]bool{}
 	for _, i := range order {
@@ -159,43 +191,74 @@ func window(f *faults.Entry) string {
 	return fmt.Sprintf("[%s, %s]", seconds(f.StartUS), seconds(f.EndUS))
 }
 
+// answeringFault reports whether a fault that may answer for the server,
+// or change what it answers, was acting at us (BreakGrace included).
+func answeringFault(log []faults.Entry, us int64) bool {
+	for i := range log {
+		f := &log[i]
+		switch f.Kind {
+		case faults.KindIdleTimeout, faults.KindReset, faults.KindLatency, faults.KindBandwidth, faults.KindSlicer,
+			faults.KindLimitData, faults.KindPartition, faults.KindPause:
+			continue
+		}
+		end := f.EndUS
+		if end < f.StartUS {
+			end = math.MaxInt64
+		} else {
+			end += BreakGrace.Microseconds()
+		}
+		if f.Error == "" && f.StartUS <= us && us <= end {
+			return true
+		}
+	}
+	return false
+}
+
 // WorkloadRan is the first assumption's id: the workload's calls reached
 // their tools.
 const WorkloadRan = "workload_ran"
 
-// workloadRan checks that the workload could run at all: it does not hold
-// when some call was answered with an error before any fault was injected
-// and no call ever succeeded or reached an unknown outcome — an unknown
-// tool, arguments the tool refuses, a method the server lacks. Such a run
-// says nothing about faults; it is a workload error, with the server's own
-// words as evidence.
+// workloadRan checks that the workload could run at all. It does not hold
+// when every call ended failed, each on an answer from the server (an
+// unknown tool, arguments the tool refuses, a method the server lacks, a
+// tool that answers every call with an error): no fault broke it, and no
+// fault that answers or changes the server's state (an http_status, a
+// restart, an expired session, a balancer) was acting when it failed.
+// Faults that only delay or cut bytes (an idle timeout standing from the
+// start, say) do not make an answer the server gave; nor does it hold when a client of the user's own exited with an error before
+// any fault. Such a run says nothing about faults, whenever the faults
+// were injected: it is a workload error, with the server's or the client's
+// own words as evidence.
 func workloadRan(in Input, calls []Call, lines historyLines) Result {
 	var ev evidence
-	firstFault := int64(math.MaxInt64)
-	for _, f := range in.Faults {
-		if f.Error == "" {
-			firstFault = min(firstFault, f.StartUS)
-		}
+	if why := exitedBeforeFaults(in); why != "" {
+		return ev.result(WorkloadRan, false, why+": a workload error (check the client's command and arguments)")
 	}
-	failedEarly, other := 0, 0
+	order := timeOrder(in.History)
+	breaks := breaksByClient(in.History, order)
+	refused := 0
 	for _, c := range calls {
-		if c.Outcome == history.KindFail && c.EndUS < firstFault {
-			failedEarly++
-			continue
+		if c.Outcome != history.KindFail || in.History[c.Last-1].Result != history.ResultRead ||
+			firstBreak(breaks[c.Client], c.StartUS, c.EndUS) != nil || answeringFault(in.Faults, c.EndUS) {
+			return ev.result(WorkloadRan, true, fmt.Sprintf("%s reached the server's tools", count(len(calls), "call")))
 		}
-		other++
+		refused++
 	}
-	if failedEarly == 0 || other > 0 {
-		return ev.result(WorkloadRan, true, fmt.Sprintf("%s reached the server's tools", count(len(calls), "call")))
+	if refused == 0 {
+		return ev.result(WorkloadRan, true, "no call was made")
 	}
 	seen := map[string]bool{}
 	for i := range in.History {
 		h := &in.History[i]
-		if h.Kind == history.KindFail && h.Result == history.ResultRead && !seen[h.Reason] {
-			seen[h.Reason] = true
-			ev.add("%s: call %s of %s failed: %s", lines.many(i+1), h.Call, h.Client, h.Reason)
+		if h.Kind != history.KindFail || h.Result != history.ResultRead {
+			continue
+		}
+		why := cmp.Or(h.Reason, "the tool answered with an error result (isError)")
+		if !seen[why] {
+			seen[why] = true
+			ev.add("%s: call %s of %s failed: %s", lines.many(i+1), h.Call, h.Client, why)
 		}
 	}
-	return ev.result(WorkloadRan, false, fmt.Sprintf("every one of %s failed before any fault: a workload error (check the tools and arguments)",
+	return ev.result(WorkloadRan, false, fmt.Sprintf("every one of %s was answered with an error, and no fault broke any: a workload error (check the tools and arguments)",
 		count(len(calls), "call")))
 }

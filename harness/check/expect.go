@@ -69,6 +69,33 @@ func (b Bound) Holds(v int64) bool {
 	}
 }
 
+// Proven reports whether the bound is proven of a figure of value v and
+// provenance p (observed when p.Kind is empty): an observed or derived
+// figure proves it when v meets it; a lower bound proves only > and >=
+// (the true figure is at least v), an upper bound only < and <=; a figure
+// that cannot be told proves nothing. Why says what is missing when it is
+// not proven although v meets it.
+func (b Bound) Proven(v int64, p Provenance) (bool, string) {
+	if !b.Holds(v) {
+		return false, ""
+	}
+	switch p.Kind {
+	case LowerBound:
+		if b.Op == ">" || b.Op == ">=" {
+			return true, ""
+		}
+		return false, "it is a lower bound (" + p.Why + ")"
+	case UpperBound:
+		if b.Op == "<" || b.Op == "<=" {
+			return true, ""
+		}
+		return false, "it is an upper bound (" + p.Why + ")"
+	case Unknown:
+		return false, "the records cannot tell it (" + p.Why + ")"
+	}
+	return true, ""
+}
+
 // String renders the bound as ParseBound reads it, with its operator.
 func (b Bound) String() string {
 	op := b.Op
@@ -119,6 +146,9 @@ type Expectation struct {
 	// Violations, when given (non-nil), is the exact set of invariants
 	// expected to be violated. An expected pass implies none.
 	Violations []string `json:"violations,omitempty" yaml:"violations,omitempty"`
+	// CannotTell, when given, is the exact set of invariants expected to
+	// be cannot_tell: what the records of such a run do not prove.
+	CannotTell []string `json:"cannot_tell,omitempty" yaml:"cannot_tell,omitempty"`
 	// Figures bounds figures by name.
 	Figures map[string]Bound `json:"figures,omitempty" yaml:"figures,omitempty"`
 }
@@ -132,6 +162,14 @@ func (e Expectation) Validate() error {
 	for i, id := range e.Violations {
 		if !slices.Contains(InvariantIDs, id) {
 			return fmt.Errorf("violations[%d]: %w %q: want one of %s", i, ErrUnknownInvariant, id, strings.Join(InvariantIDs, ", "))
+		}
+	}
+	for i, id := range e.CannotTell {
+		if !slices.Contains(InvariantIDs, id) {
+			return fmt.Errorf("cannot_tell[%d]: %w %q: want one of %s", i, ErrUnknownInvariant, id, strings.Join(InvariantIDs, ", "))
+		}
+		if slices.Contains(e.Violations, id) {
+			return fmt.Errorf("cannot_tell[%d]: %s is also expected violated", i, id)
 		}
 	}
 	if e.Verdict == Pass && len(e.Violations) > 0 {
@@ -150,7 +188,9 @@ func (e Expectation) Validate() error {
 
 // Match reports whether v meets the expectation: the verdict is equal; the
 // set of violated invariants equals Violations when they are given (for an
-// expected pass, none); every figure bound holds; and no invariant was
+// expected pass, none), and the set of invariants that cannot be told
+// equals CannotTell when it is given; every figure bound is proven by the
+// figure and its provenance ([Bound.Proven]); and no invariant was
 // judged differently by the ledger's and the wire's accounts (a defect of
 // the harness or of one record, which must not pass unseen). Reasons say
 // what did not match, in that order; an invalid expectation never matches.
@@ -173,9 +213,21 @@ func (e Expectation) Match(v Verdict) (bool, []string) {
 				strings.Join(got, ", "), strings.Join(want, ", ")))
 		}
 	}
+	if e.CannotTell != nil {
+		got, want := idSet(v.CannotTell), idSet(e.CannotTell)
+		if !slices.Equal(got, want) {
+			reasons = append(reasons, fmt.Sprintf("cannot tell [%s], expected [%s]",
+				strings.Join(got, ", "), strings.Join(want, ", ")))
+		}
+	}
 	for _, name := range sortedKeys(e.Figures) {
 		b := e.Figures[name]
-		if got, _ := v.Figures.Value(name); !b.Holds(got) {
+		got, _ := v.Figures.Value(name)
+		switch ok, why := b.Proven(got, v.Provenance[name]); {
+		case ok:
+		case why != "":
+			reasons = append(reasons, fmt.Sprintf("figure %s is %d, expected %s, not proven: %s", name, got, b, why))
+		default:
 			reasons = append(reasons, fmt.Sprintf("figure %s is %d, expected %s", name, got, b))
 		}
 	}

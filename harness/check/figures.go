@@ -18,7 +18,7 @@ type Figures struct {
 	EventsUnread        int64 `json:"events_unread"`        // after the client's last look at an abandoned stream
 	Sessions            int64 `json:"sessions"`             // sessions the server opened
 	SessionsUnclaimed   int64 `json:"sessions_unclaimed"`   // ... that no client ever learned of
-	Forks               int64 `json:"forks"`                // sessions opened while the client had another live
+	Forks               int64 `json:"forks"`                // sessions opened while the client had another live (by client name alone: an upper bound)
 	OrphanedResults     int64 `json:"orphaned_results"`     // results nobody read, with no unknown surfaced
 	OrphanedSurfaced    int64 `json:"orphaned_surfaced"`    // results unread by calls surfaced as unknown
 	Reconnects          int64 `json:"reconnects"`           // reconnect attempts in the history
@@ -32,6 +32,53 @@ type Figures struct {
 	WorstReconnectMS    int64 `json:"worst_reconnect_ms"`   // longest stream_break to resume or new session
 	WallMS              int64 `json:"wall_ms"`              // how long the run took
 	ScheduledMS         int64 `json:"scheduled_ms"`         // how long its schedule said it would take
+}
+
+// The kinds of [Provenance]: what a figure is.
+const (
+	// Observed: a count of recorded facts (ledger records, history lines,
+	// wire records), each of which the record shows.
+	Observed = "observed"
+	// Derived: counted from facts the checker inferred from the wire by a
+	// stated rule (a result a call that reached the server wrote although
+	// it never crossed the edge; events whose ids a resumed stream skipped).
+	Derived = "derived"
+	// LowerBound: the true figure is at least this; the records may miss
+	// some of what it counts.
+	LowerBound = "lower_bound"
+	// UpperBound: the true figure is at most this.
+	UpperBound = "upper_bound"
+	// Unknown: the records cannot give the figure; its value is what they
+	// show, and proves nothing.
+	Unknown = "cannot_tell"
+)
+
+// Provenance says what one figure is, and why when it is not observed.
+type Provenance struct {
+	Kind string `json:"kind"`
+	Why  string `json:"why,omitempty"`
+}
+
+// provenance collects the figures that are not observed, by name.
+type provenance map[string]Provenance
+
+// note records what a figure is. A figure noted twice keeps the weaker
+// claim: cannot_tell over a bound, a bound over derived; a lower and an
+// upper bound together are cannot_tell.
+func (p provenance) note(name, kind, why string) {
+	old, seen := p[name]
+	switch {
+	case !seen || old.Kind == kind:
+		if seen && old.Why != "" && old.Why != why {
+			why = old.Why + "; " + why
+		}
+		p[name] = Provenance{Kind: kind, Why: why}
+	case old.Kind == Unknown || kind == Derived:
+	case kind == Unknown || old.Kind == Derived:
+		p[name] = Provenance{Kind: kind, Why: why}
+	default: // a lower and an upper bound
+		p[name] = Provenance{Kind: Unknown, Why: old.Why + "; " + why}
+	}
 }
 
 // figureTable maps each figure name to its field, in JSON order.
@@ -103,7 +150,7 @@ func figures(in Input, order []int, acc *Accounts) Figures {
 		EventsLostSurfaced:  int64(acc.Events.LostSurfaced),
 		EventsUnread:        int64(acc.Events.Unread),
 		Sessions:            int64(len(acc.Sessions)),
-		Forks:               int64(len(acc.Forks)),
+		Forks:               int64(len(acc.Forks) + len(acc.NameForks)),
 		BlindRetries:        int64(len(acc.BlindRetries)),
 		CancelledCommits:    int64(len(acc.CancelledCommits)),
 		CancelledUnsurfaced: int64(unsurfacedCommits(acc.CancelledCommits)),

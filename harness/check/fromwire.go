@@ -3,12 +3,13 @@ package check
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"net/http"
 	"slices"
 
+	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/targets/history"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
@@ -19,18 +20,28 @@ import (
 // server that writes nothing: [ledgerFromWire] derives those records, and
 // the same accounting as for a real ledger judges them. Each derived record
 // has Source "wire" and N set to the wire record it comes from, so evidence
-// points at wire.jsonl.
+// points at wire.jsonl; a record that stands for something no wire record
+// shows (a result written into a stream nobody carried, events whose ids a
+// resumed stream skipped) is noted as derived, with the records it was
+// derived from, and its evidence says so.
 //
 // The derivation, record by record:
 //
 //   - session_opened: a 2xx answer to initialize carrying Mcp-Session-Id,
-//     for the client named in the initialize request.
+//     for the client named in the initialize request. The name is what the
+//     client called itself: it proves who held the session only where the
+//     client's own history says so (see account.go).
 //   - session_closed: a 2xx answer to DELETE (deleted), a 404 answer to a
 //     request on the session (gone: the server says it no longer knows it),
 //     or an SSE event of type close (terminated).
-//   - call_started: a tools/call request, once the server did not refuse it
-//     (an answer of 400 or more, or a JSON-RPC error, means the tool never
-//     ran, and nothing of the call is derived).
+//   - call_started: a tools/call request that the server received, once it
+//     did not refuse it: an answer of 400 or more, or a JSON-RPC error that
+//     turns a request away (parse error, invalid request, unknown method,
+//     invalid params: an unknown tool, bad arguments), means the tool never
+//     ran, and nothing of the call is derived. Nor is anything derived of a
+//     request that crossed the edge after the server process holding its
+//     connection was killed (a SIGKILL in the fault log) and that got no
+//     answer: no process was alive to receive it.
 //     It carries the call's idempotency_key argument, which makes repeating
 //     the operation harmless as a key on a charge record would.
 //     A response with resultType "task" (2026-07-28), or carrying a task
@@ -39,45 +50,80 @@ import (
 //     task as its stream, task:<id>, as the servers' ledgers do.
 //   - charge: a call_started of an operation that is not idempotent
 //     ([Ops.Idempotent]): the wire cannot see money move, but it sees a side
-//     effect invoked, and an operation invoked twice at the server is a
-//     duplicate side effect as far as anyone outside the server can tell.
-//   - event_emitted: a notifications/progress event, with its event id and
-//     its progress number as seq. Events the server emitted while no
-//     connection carried its stream never cross the edge; when a call's
-//     progress numbers are whole, those it skipped are derived too, with
-//     event id 0 (placed by seq alone, as for an SDK server's ledger): up to
-//     the total when the call's result crossed the edge, else up to the
-//     highest number seen.
+//     effect invoked. What ran is what the server answered or acknowledged,
+//     or what its process was alive to receive. A charge is uncertain (it
+//     neither counts as one nor proves a duplicate, though it may make one)
+//     when the wire cannot tell whether the side effect happened: the tool
+//     answered with an error (isError), the server was killed while the
+//     call ran, or at 2026-07-28 its stream closed before its result (which
+//     cancels it, and a tool may commit before it notices).
+//     The charge's order is the operation the call invoked: the one the
+//     issuing client's own history names for the request, else the value
+//     of the workload's operation key ([Ops]); an operation told apart only
+//     by its arguments is unproven: a second invocation of it may be a new
+//     call as well as a retry, and the accounts say they cannot tell.
+//   - event_emitted: every notifications/progress event of a call (see
+//     wireevents.go): its event id, and as seq its id's number where the
+//     call's events carry numeric ids, else its place among the call's
+//     events. Progress numbers are the tool's own business (steps of 10,
+//     bytes, fractions) and say nothing of how many events there were.
 //   - result_written: the response to a tools/call, with its event id (0 for
 //     a JSON answer); for a task, each hand-out of its result: a tasks/result
 //     answered with a result (2025-11-25), or a tasks/get answered with the
 //     task completed (2026-07-28), on stream task:<id>, and no result is
 //     derived for a task whose result never crossed the edge: the task
-//     holds it, and delivers it only when asked. A call whose result never crossed the edge, on a server
-//     that was not restarted or crashed after the call began, still produced
-//     one into its stream (a tool keeps running when its connection drops):
-//     it is derived at the end of the run with event id 0, and nobody read
-//     it unless a client resumed the stream and got it. At 2026-07-28
-//     (MCP-Protocol-Version on the request) closing the stream cancels
-//     the call, so no result is derived for one whose stream closed
-//     without it: the server must not send one, and the ledger says what
-//     the tool did.
+//     holds it, and delivers it only when asked. A call whose result never
+//     crossed the edge, on a server that was not killed after the call
+//     began, still produced one into its stream (a tool keeps running when
+//     its connection drops): it is derived at the end of the run, from the
+//     call's request record, and nobody read it unless a client resumed
+//     the stream and got it. At 2026-07-28 (MCP-Protocol-Version on the
+//     request) closing the stream cancels the call, so no result is derived
+//     for one whose stream closed without it.
 //
 // Progress events and results are tied to their call through the request's
 // progress token (or its id, which servers use when there is none), the
 // response id, and for a GET resumed with Last-Event-ID, the call the event
 // id belonged to when it was first sent.
 
+// wireLedger is what the server edge shows, as ledger records, with what
+// the wire proves and does not prove of them.
+type wireLedger struct {
+	records []sideeffects.Record
+	// derived says, by record ID, what a record that no wire record shows
+	// was derived from.
+	derived map[string]string
+	// uncertain says, by record ID, why a charge may or may not have
+	// happened.
+	uncertain map[string]string
+	// unproven names the orders (operations) told apart only by their
+	// arguments.
+	unproven map[string]bool
+	// sight says, per call stream with an event, whether the edge carried
+	// every event the server emitted on it.
+	sight map[StreamKey]*streamSight
+	// keys places the events of each call stream (see wireevents.go).
+	keys map[StreamKey]*eventKeys
+}
+
 // derivedLedger is the state of one pass over the server edge.
 type derivedLedger struct {
 	ops   Ops
-	kills []int64 // when the server was restarted or crashed, on the run clock
+	kills []int64 // when the server (or a replica) was restarted or crashed, on the run clock
+	// direct is when the one server process the edge connects to was
+	// killed (SIGKILL): a connection opened before one is dead after it.
+	direct []int64
+	// named is the order the issuing client's own history gives each
+	// request, by its stream.
+	named map[StreamKey]string
 
 	edge   *edgeReader
-	out    []sideeffects.Record
+	out    wireLedger
 	calls  map[StreamKey]*wireCall
 	order  []StreamKey
 	closed map[string]bool
+	opened map[int64]int64 // connection to when it opened
+	events *eventLog
 	lastN  int64
 	lastUS int64
 	// tasks maps a task id to the call it runs; fetches the requests that
@@ -89,29 +135,37 @@ type derivedLedger struct {
 
 // wireCall is one tools/call that reached the server.
 type wireCall struct {
-	key       StreamKey
-	client    string
-	tool      string
-	op        string
-	idem      bool
-	startN    int64
-	startUS   int64
-	refused   bool
-	result    bool
-	failed    bool    // the result was an error: the tool stopped short
-	seqs      []int64 // whole progress numbers seen
-	total     int64
-	fractions bool // some progress number was not a whole number
-	revealN   int64
-	modern    bool   // a 2026-07-28 request: a closed stream cancels it
-	idemKey   string // the call's idempotency_key argument
-	task      string // the task the server made of the call, if any
+	key      StreamKey
+	client   string
+	tool     string
+	op       string
+	unproven bool // op is the digest of the arguments: no key tells it apart
+	idem     bool
+	startN   int64
+	startUS  int64
+	x        exchangeKey
+	refused  bool
+	answered bool // its exchange got a response
+	dead     bool // it crossed into a connection whose server process was dead
+	result   bool
+	resultN  int64
+	resultUS int64
+	resultX  exchangeKey // the exchange that carried the result
+	failed   bool        // the result was an error: the tool stopped short
+	modern   bool        // a 2026-07-28 request: a closed stream cancels it
+	idemKey  string      // the call's idempotency_key argument
+	task     string      // the task the server made of the call, if any
 }
 
-func ledgerFromWire(recs []wire.Record, ops Ops, kills []int64) []sideeffects.Record {
+// ledgerFromWire derives the ledger of the server edge; log is the fault
+// log (when the server was killed), and named gives the orders the issuing
+// client's own history names (nil when it wrote none).
+func ledgerFromWire(recs []wire.Record, ops Ops, log []faults.Entry, named map[StreamKey]string) *wireLedger {
 	d := &derivedLedger{
-		ops: ops, kills: kills, edge: newEdgeReader(), calls: map[StreamKey]*wireCall{}, closed: map[string]bool{},
-		tasks: map[string]*wireCall{}, fetches: map[StreamKey]string{},
+		ops: ops, kills: serverKills(log), direct: directKills(log), named: named, edge: newEdgeReader(), calls: map[StreamKey]*wireCall{}, closed: map[string]bool{},
+		opened: map[int64]int64{}, events: newEventLog(), tasks: map[string]*wireCall{}, fetches: map[StreamKey]string{},
+		out: wireLedger{derived: map[string]string{}, uncertain: map[string]string{}, unproven: map[string]bool{},
+			sight: map[StreamKey]*streamSight{}, keys: map[StreamKey]*eventKeys{}},
 	}
 	recs = inExchangeOrder(recs)
 	for i := range recs {
@@ -121,27 +175,43 @@ func ledgerFromWire(recs []wire.Record, ops Ops, kills []int64) []sideeffects.Re
 		}
 		d.lastN, d.lastUS = max(d.lastN, r.N), max(d.lastUS, r.TUS)
 		switch r.Kind {
+		case wire.KindOpen:
+			d.opened[r.Conn] = r.TUS
 		case wire.KindRequest:
 			d.request(r)
 		case wire.KindResponse:
 			d.response(r)
 		case wire.KindEvent:
 			d.event(r)
+		case wire.KindBodyEnd:
+			d.events.ended(exchangeKey{r.Conn, r.Exchange}, r)
+		case wire.KindClose:
+			d.events.closed(r)
 		}
 	}
 	d.settle()
-	slices.SortStableFunc(d.out, func(a, b sideeffects.Record) int { return cmp.Compare(a.N, b.N) })
-	return d.out
+	slices.SortStableFunc(d.out.records, func(a, b sideeffects.Record) int { return cmp.Compare(a.N, b.N) })
+	return &d.out
 }
 
-func (d *derivedLedger) add(r *wire.Record, rec sideeffects.Record) {
-	rec.ID = fmt.Sprintf("wire-%d-%d", r.N, len(d.out))
+// add appends rec, derived from wire record r.
+func (d *derivedLedger) add(r *wire.Record, rec sideeffects.Record) *sideeffects.Record {
+	rec.ID = fmt.Sprintf("wire-%d-%d", r.N, len(d.out.records))
 	rec.N, rec.TUS, rec.Source = r.N, r.TUS, SourceWire
-	d.out = append(d.out, rec)
+	d.out.records = append(d.out.records, rec)
+	return &d.out.records[len(d.out.records)-1]
+}
+
+// addDerived appends rec, which no wire record shows: from says what it
+// was derived from.
+func (d *derivedLedger) addDerived(r *wire.Record, rec sideeffects.Record, from string) {
+	id := d.add(r, rec).ID
+	d.out.derived[id] = from
 }
 
 func (d *derivedLedger) request(r *wire.Record) {
 	x := d.edge.request(r)
+	d.events.request(exchangeKey{r.Conn, r.Exchange}, x, r)
 	for i := range r.Messages {
 		if m := &r.Messages[i]; (m.Method == mcpwire.MethodTasksResult || m.Method == mcpwire.MethodTasksGet) && m.IsRequest() && m.TaskID != "" {
 			d.fetches[StreamKey{Session: x.session, RequestID: m.ID}] = m.TaskID
@@ -151,12 +221,20 @@ func (d *derivedLedger) request(r *wire.Record) {
 			if _, seen := d.calls[key]; !seen {
 				d.order = append(d.order, key)
 			}
-			d.calls[key] = &wireCall{key: key, client: d.edge.client(x), tool: m.Tool, op: d.ops.Key(m.Tool, m.Args, m.ArgsDigest),
-				idem: d.ops.Idempotent(m.Tool, m.Args), startN: r.N, startUS: r.TUS,
-				modern: r.Header != nil && mcpwire.ModernVersion(r.Header.ProtocolVersion)}
-			if k, ok := lookup(m.Args, "idempotency_key"); ok {
-				d.calls[key].idemKey = k
+			op, proven := d.ops.keyOf(m.Tool, m.Args, m.ArgsDigest)
+			if name, ok := d.named[key]; ok {
+				op, proven = name, true
 			}
+			c := &wireCall{key: key, client: d.edge.client(x), tool: m.Tool, op: op, unproven: !proven,
+				idem: d.ops.Idempotent(m.Tool, m.Args), startN: r.N, startUS: r.TUS, x: exchangeKey{r.Conn, r.Exchange},
+				modern: r.Header != nil && mcpwire.ModernVersion(r.Header.ProtocolVersion)}
+			if opened, ok := d.opened[r.Conn]; ok {
+				c.dead = d.killedBetween(opened, r.TUS)
+			}
+			if k, ok := lookup(m.Args, "idempotency_key"); ok {
+				c.idemKey = k
+			}
+			d.calls[key] = c
 		}
 	}
 }
@@ -165,6 +243,12 @@ func (d *derivedLedger) response(r *wire.Record) {
 	x := d.edge.exchange(r)
 	if x == nil {
 		return
+	}
+	d.events.response(exchangeKey{r.Conn, r.Exchange}, r)
+	for _, id := range x.calls {
+		if c := d.calls[StreamKey{Session: x.session, RequestID: id}]; c != nil && c.x == (exchangeKey{r.Conn, r.Exchange}) {
+			c.answered = true
+		}
 	}
 	switch {
 	case r.Status >= 400:
@@ -227,11 +311,11 @@ func (d *derivedLedger) answer(r *wire.Record, x *exchange, m *wire.Message, eve
 		d.tasks[m.TaskID] = c
 		return
 	}
-	if m.IsError && m.ErrorCode != 0 && turnedAway(m.ErrorCode, c) {
+	if m.IsError && m.ErrorCode != 0 && turnedAway(m.ErrorCode, d.events.carried(c.key)) {
 		c.refused = true
 		return
 	}
-	c.result, c.failed, c.revealN = true, m.IsError, r.N
+	c.result, c.failed, c.resultN, c.resultUS, c.resultX = true, m.IsError, r.N, r.TUS, exchangeKey{r.Conn, r.Exchange}
 	d.add(r, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: x.session, Client: c.client,
 		RequestID: m.ID, Tool: c.tool, OrderID: c.op, Stream: streamLabel(x), EventID: eventID, IsError: m.IsError})
 }
@@ -254,7 +338,7 @@ func (d *derivedLedger) fetched(r *wire.Record, x *exchange, m *wire.Message, id
 	if m.TaskStatus == mcpwire.TaskCompleted && m.ResultType != mcpwire.ResultComplete {
 		return // a 2025-11-25 tasks/get: the status alone, no result
 	}
-	c.result, c.failed, c.revealN = true, m.IsError, r.N
+	c.result, c.failed, c.resultN, c.resultUS, c.resultX = true, m.IsError, r.N, r.TUS, exchangeKey{r.Conn, r.Exchange}
 	d.add(r, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: c.key.Session, Client: c.client,
 		RequestID: c.key.RequestID, Tool: c.tool, OrderID: c.op, Stream: "task:" + id, EventID: eventID, IsError: m.IsError})
 }
@@ -262,12 +346,12 @@ func (d *derivedLedger) fetched(r *wire.Record, x *exchange, m *wire.Message, id
 // turnedAway says whether a JSON-RPC error answering a tools/call means the
 // server refused the request before any tool ran: a parse error, an invalid
 // request, an unknown method, or invalid params (an unknown tool, bad
-// arguments), and no progress of the call seen. Any other error (internal,
+// arguments), and no event of the call carried. Any other error (internal,
 // or the server's own codes) may end a tool that ran, and a call that
 // streamed progress certainly ran: mcp-go, say, answers -32603 when its
 // notification queue fills while the client is cut off.
-func turnedAway(code int, c *wireCall) bool {
-	if len(c.seqs) > 0 || c.fractions {
+func turnedAway(code int, carried int) bool {
+	if carried > 0 {
 		return false
 	}
 	switch code {
@@ -295,41 +379,26 @@ func (d *derivedLedger) event(r *wire.Record) {
 		case m.Response:
 			d.answer(r, x, m, id)
 		case m.Method == mcpwire.MethodProgress:
-			d.progress(r, x, owner, m, id)
+			d.events.progress(StreamKey{Session: x.session, RequestID: owner}, exchangeKey{r.Conn, r.Exchange}, r)
 		}
+	}
+	if len(r.Messages) == 0 || !slices.ContainsFunc(r.Messages, func(m wire.Message) bool { return m.Method == mcpwire.MethodProgress }) {
+		d.events.other(StreamKey{Session: x.session, RequestID: owner}, exchangeKey{r.Conn, r.Exchange}, r)
 	}
 	d.edge.noteEvent(x, r.EventID, owner)
 }
 
-func (d *derivedLedger) progress(r *wire.Record, x *exchange, owner string, m *wire.Message, eventID int64) {
-	c := d.calls[StreamKey{Session: x.session, RequestID: owner}]
-	if c == nil || m.Progress == nil {
-		return
-	}
-	p := *m.Progress
-	if m.Total != nil {
-		c.total = max(c.total, int64(*m.Total))
-	}
-	if p < 1 || p != math.Trunc(p) || p > math.MaxInt32 {
-		c.fractions = true
-		return
-	}
-	seq := int64(p)
-	c.seqs = append(c.seqs, seq)
-	c.revealN = r.N
-	d.add(r, sideeffects.Record{Kind: sideeffects.KindEventEmitted, Session: x.session, Client: c.client,
-		RequestID: owner, Tool: c.tool, Stream: streamLabel(x), EventID: eventID, Seq: seq})
-}
-
 // settle derives, once the whole edge is read, the call records that depend
-// on how each call ended: call_started and charge for calls the server did
-// not refuse, the events a call skipped, and the results that never crossed.
+// on how each call ended: call_started and charge for calls that ran, their
+// events, and the results that never crossed.
 func (d *derivedLedger) settle() {
 	for _, key := range d.order {
 		c := d.calls[key]
-		if c.refused {
-			d.drop(key)
+		if c.refused || c.dead && !c.answered {
 			continue
+		}
+		if c.unproven {
+			d.out.unproven[c.op] = true
 		}
 		start := &wire.Record{N: c.startN, TUS: c.startUS}
 		stream := ""
@@ -339,51 +408,59 @@ func (d *derivedLedger) settle() {
 		d.add(start, sideeffects.Record{Kind: sideeffects.KindCallStarted, Session: key.Session, Client: c.client,
 			RequestID: key.RequestID, Tool: c.tool, OrderID: c.op, IdempotencyKey: c.idemKey, Stream: stream})
 		if !c.idem {
-			d.add(start, sideeffects.Record{Kind: sideeffects.KindCharge, Session: key.Session, Client: c.client,
+			charge := d.add(start, sideeffects.Record{Kind: sideeffects.KindCharge, Session: key.Session, Client: c.client,
 				RequestID: key.RequestID, Tool: c.tool, OrderID: c.op, AmountCents: 1, Detail: "invoked at the server"})
+			if why := d.uncertain(c); why != "" {
+				d.out.uncertain[charge.ID] = why
+			}
 		}
-		d.skipped(c)
+		d.settleEvents(c)
 		if !c.result && !c.modern && c.task == "" && !d.killedAfter(c.startUS) {
-			end := &wire.Record{N: d.lastN + 1, TUS: d.lastUS + 1}
-			d.add(end, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: key.Session, Client: c.client,
-				RequestID: key.RequestID, Tool: c.tool, OrderID: c.op,
-				Detail: "derived: the call reached the server and its result never crossed the server edge"})
+			end := &wire.Record{N: c.startN, TUS: d.lastUS + 1}
+			d.addDerived(end, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: key.Session, Client: c.client,
+				RequestID: key.RequestID, Tool: c.tool, OrderID: c.op},
+				fmt.Sprintf("derived from wire record %d: the call reached the server there, and its result never crossed the server edge", c.startN))
 		}
 	}
 }
 
-// drop removes what was derived of a call the server refused.
-func (d *derivedLedger) drop(key StreamKey) {
-	d.out = slices.DeleteFunc(d.out, func(r sideeffects.Record) bool {
-		return r.Session == key.Session && r.RequestID == key.RequestID &&
-			(r.Kind == sideeffects.KindEventEmitted || r.Kind == sideeffects.KindResultWritten)
-	})
+// uncertain says why the wire cannot tell whether call c's side effect
+// happened, or "" when it ran.
+func (d *derivedLedger) uncertain(c *wireCall) string {
+	switch {
+	case c.result && c.failed:
+		return fmt.Sprintf("the tool answered request %s with an error (wire record %d): whether it had made its side effect, the wire cannot see", c.key.RequestID, c.resultN)
+	case c.result, c.task != "":
+		return ""
+	case d.killedAfter(c.startUS):
+		return fmt.Sprintf("the server process was killed while request %s ran (it reached the server at wire record %d and was never answered)", c.key.RequestID, c.startN)
+	case c.modern:
+		return fmt.Sprintf("the stream of request %s (wire record %d) closed before its result, which at 2026-07-28 cancels the call, and a tool may commit before it notices", c.key.RequestID, c.startN)
+	}
+	return ""
 }
 
-// skipped derives the progress events of c the edge never carried.
-func (d *derivedLedger) skipped(c *wireCall) {
-	if c.fractions || len(c.seqs) == 0 && !c.result {
-		return
-	}
-	top := slices.Max(append([]int64{0}, c.seqs...))
-	if c.result && !c.failed && c.total > top { // a tool that failed stopped short of its total
-		top = c.total
-	}
-	seen := map[int64]bool{}
-	for _, s := range c.seqs {
-		seen[s] = true
-	}
-	at := &wire.Record{N: c.revealN, TUS: c.startUS}
-	for s := int64(1); s <= top; s++ {
-		if !seen[s] {
-			d.add(at, sideeffects.Record{Kind: sideeffects.KindEventEmitted, Session: c.key.Session, Client: c.client,
-				RequestID: c.key.RequestID, Tool: c.tool, Seq: s, Detail: "derived: a progress number the server edge skipped"})
-		}
-	}
-}
-
-// killedAfter reports whether the server was restarted or crashed at or
-// after us: a call running then may have died with the process.
+// killedAfter reports whether the server was killed at or after us: a call
+// running then may have died with the process.
 func (d *derivedLedger) killedAfter(us int64) bool {
 	return slices.ContainsFunc(d.kills, func(k int64) bool { return k >= us })
+}
+
+// killedBetween reports whether the server was killed in [from, to]: a
+// connection opened at from belonged to a process dead at to.
+func (d *derivedLedger) killedBetween(from, to int64) bool {
+	return slices.ContainsFunc(d.direct, func(k int64) bool { return k >= from && k <= to })
+}
+
+// namedOrders is the order the client's own history names for each
+// request (history invoke records), by its stream.
+func namedOrders(hist []history.Record) map[StreamKey]string {
+	out := map[StreamKey]string{}
+	for i := range hist {
+		h := &hist[i]
+		if h.Kind == history.KindInvoke && h.RequestID != "" {
+			out[StreamKey{Session: h.Session, RequestID: h.RequestID}] = cmp.Or(h.OrderID, h.Call)
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets/history"
@@ -95,7 +96,7 @@ func doubleChargeWire() []wire.Record {
 }
 
 func TestLedgerFromWireDerivesTheIncident(t *testing.T) {
-	led := ledgerFromWire(doubleChargeWire(), nil, nil)
+	led := ledgerFromWire(doubleChargeWire(), nil, nil, nil).records
 	kinds := map[sideeffects.Kind]int{}
 	for _, r := range led {
 		assert.Equal(t, SourceWire, r.Source)
@@ -151,26 +152,37 @@ func TestADisagreementIsReportedAndFailsTheExpectation(t *testing.T) {
 	assert.Contains(t, reasons[0], "the accounts disagree on no_duplicate_side_effects")
 }
 
-func TestLedgerFromWireFillsSkippedProgress(t *testing.T) {
+// end ends the body of the last connection's exchange.
+func (w *wireLog) end() *wireLog {
+	return w.add(wire.Record{Kind: wire.KindBodyEnd, Conn: w.conn, Exchange: 1})
+}
+
+func TestLedgerFromWireDerivesEventsFromSkippedIds(t *testing.T) {
 	w := &wireLog{}
-	w.at(0).post("", initialize("c1")).answer(200, "sA", true).event("1", result("1", false))
+	w.at(0).post("", initialize("c1")).answer(200, "sA", true).event("1", result("1", false)).end()
 	w.at(0.1).post("sA", toolsCall("2", "chatty", `{"events":6}`)).answer(200, "", true).event("3")
 	w.event("4", progress("2", 1, 6)).event("5", progress("2", 2, 6)).cut()
 	w.at(100).get("sA", "5").answer(200, "", true)
 	w.event("9", progress("2", 6, 6)).event("10", result("2", false))
-	led := ledgerFromWire(w.recs, nil, nil)
-	var seqs []int64
-	var ids []int64
-	for _, r := range led {
+	wl := ledgerFromWire(w.recs, nil, nil, nil)
+	var seqs, ids []int64
+	derived := 0
+	for _, r := range wl.records {
 		if r.Kind == sideeffects.KindEventEmitted {
 			seqs, ids = append(seqs, r.Seq), append(ids, r.EventID)
+			if wl.derived[r.ID] != "" {
+				derived++
+				assert.Contains(t, wl.derived[r.ID], "derived from event ids")
+			}
 		}
 	}
-	assert.ElementsMatch(t, []int64{1, 2, 6, 3, 4, 5}, seqs, "3, 4 and 5 never crossed the edge, yet the call completed with a total of 6")
-	assert.ElementsMatch(t, []int64{4, 5, 9, 0, 0, 0}, ids, "the skipped ones have no event id: they are placed by seq")
+	assert.ElementsMatch(t, []int64{4, 5, 9, 6, 7, 8}, ids, "ids 6, 7 and 8 never crossed the edge: the resume began at 9, and the ids count one by one")
+	assert.Equal(t, ids, seqs, "a stream with numeric ids places its events by them")
+	assert.Equal(t, 3, derived)
+	assert.Empty(t, wl.sight[StreamKey{Session: "sA", RequestID: "2"}].Partial, "the ids prove what was emitted while the stream was away")
 
-	// The client saw 1, 2 and 6 and no gap: the server resumed it at head
-	// without a word.
+	// The client saw 4, 5 and 9 and no gap: the server resumed it past
+	// what it had emitted without a word.
 	r := newRun().fault("partition", "proxy", 10, 90)
 	r.at(0).clientStart("c1", "fresh").sessionNew("c1", "sA").invoke("c1", "chat", "chatty", "sA", "2", 1)
 	r.event("c1", "chat", "sA", "2", 4, 1).event("c1", "chat", "sA", "2", 5, 2)
@@ -183,6 +195,25 @@ func TestLedgerFromWireFillsSkippedProgress(t *testing.T) {
 	assert.Equal(t, Violated, loss.Status)
 	assert.Equal(t, AccountWire, loss.Account)
 	assert.Equal(t, int64(3), v.Figures.EventsLostSilent)
+	assert.Equal(t, Derived, v.Provenance["events_emitted"].Kind)
+
+	// Without ids the same stream cannot say what it missed: the figure is
+	// a lower bound, and the loss cannot be told.
+	for i := range w.recs {
+		w.recs[i].EventID = ""
+		if w.recs[i].Header != nil {
+			w.recs[i].Header.LastEventID = ""
+		}
+	}
+	for i := range r.in.History {
+		r.in.History[i].EventID, r.in.History[i].LastEventID = 0, 0
+	}
+	r.in.Wire = w.recs
+	v = Judge(r.in)
+	loss, _ = v.Result(NoSilentEventLoss)
+	assert.Equal(t, CannotTell, loss.Status, loss.Summary)
+	assert.Equal(t, LowerBound, v.Provenance["events_emitted"].Kind)
+	assert.Equal(t, int64(3), v.Figures.EventsEmitted, "what crossed the server edge, and no more")
 }
 
 func TestLedgerFromWireLeavesOutWhatTheServerRefused(t *testing.T) {
@@ -191,7 +222,7 @@ func TestLedgerFromWireLeavesOutWhatTheServerRefused(t *testing.T) {
 	w.at(1).post("sA", toolsCall("2", "hello", `{}`)).answer(200, "", false,
 		wire.Message{ID: "2", Response: true, IsError: true, ErrorCode: -32602, ErrorMessage: `unknown tool "hello"`})
 	w.at(2).post("sB", toolsCall("3", "charge", `{"order_id":"x"}`)).answer(404, "", false)
-	led := ledgerFromWire(w.recs, nil, nil)
+	led := ledgerFromWire(w.recs, nil, nil, nil).records
 	for _, r := range led {
 		assert.NotEqual(t, sideeffects.KindCallStarted, r.Kind, "no call ran: %+v", r)
 		assert.NotEqual(t, sideeffects.KindCharge, r.Kind)
@@ -225,7 +256,7 @@ func TestLedgerFromWireKeepsACallThatRanAndEndedInAnError(t *testing.T) {
 			}
 			w.event("99", rpcError("2", tc.code))
 			started, events := 0, 0
-			for _, r := range ledgerFromWire(w.recs, nil, nil) {
+			for _, r := range ledgerFromWire(w.recs, nil, nil, nil).records {
 				switch r.Kind {
 				case sideeffects.KindCallStarted:
 					started++
@@ -249,7 +280,11 @@ func TestLedgerFromWireDerivesNoResultForACallTheServerDiedWith(t *testing.T) {
 	w.at(1).post("sA", toolsCall("2", "charge", `{"order_id":"x"}`)).answer(200, "", true).event("3").cut()
 	written := func(kills []int64) int {
 		n := 0
-		for _, r := range ledgerFromWire(w.recs, nil, kills) {
+		var log []faults.Entry
+		for _, k := range kills {
+			log = append(log, faults.Entry{Kind: faults.KindCrash, Target: "server", StartUS: k, EndUS: k})
+		}
+		for _, r := range ledgerFromWire(w.recs, nil, log, nil).records {
 			if r.Kind == sideeffects.KindResultWritten {
 				n++
 			}
@@ -309,8 +344,10 @@ func TestHistoryFromWireJudgesAClientOfTheUsersOwn(t *testing.T) {
 
 	v := Judge(in)
 	assert.Equal(t, Fail, v.Verdict)
-	assert.Equal(t, []string{NoDuplicateSideEffects, NoSessionFork, NoOrphanedResults, OutcomesResolved}, v.Violations,
+	assert.Equal(t, []string{NoDuplicateSideEffects, NoOrphanedResults, OutcomesResolved}, v.Violations,
 		"the wire alone, at both edges, finds the incident")
+	assert.Equal(t, []string{NoSessionFork}, v.CannotTell,
+		"the two sessions share a client name, and nothing but the name ties them to one client")
 	hit, _ := v.Result(FaultHit)
 	assert.True(t, hit.Held(), hit.Summary)
 	assert.Contains(t, hit.Evidence[0], "wire record", "the evidence names wire records, not a history file")
@@ -412,7 +449,7 @@ func TestLedgerFromWireReadsAResultRecordedBeforeItsResume(t *testing.T) {
 	n := len(w.recs)
 	w.recs[n-3], w.recs[n-2], w.recs[n-1] = w.recs[n-2], w.recs[n-1], w.recs[n-3]
 	var results []sideeffects.Record
-	for _, r := range ledgerFromWire(w.recs, nil, nil) {
+	for _, r := range ledgerFromWire(w.recs, nil, nil, nil).records {
 		if r.Kind == sideeffects.KindResultWritten {
 			results = append(results, r)
 		}
@@ -441,7 +478,8 @@ func TestACallKilledWithItsReplicaIsNoDuplicateTheWireCanSee(t *testing.T) {
 	v := Judge(r.in)
 	dup, _ := v.Result(NoDuplicateSideEffects)
 	assert.Equal(t, Held, dup.Status, "the ledger saw one charge")
-	assert.Contains(t, dup.Unseen, "the server was killed at 30.000s with calls running: order pay-1: 2 calls accepted at the server, 1 charged by the ledger")
+	assert.Contains(t, dup.Unseen, "the wire alone cannot tell")
+	assert.Contains(t, dup.Unseen, "order pay-1: the server process was killed while request 2 ran")
 	ok, reasons := Expectation{Verdict: v.Verdict}.Match(v)
 	assert.True(t, ok, reasons)
 
@@ -469,7 +507,7 @@ func TestLedgerFromWireAt20260728(t *testing.T) {
 	w.at(30).cut()
 	w.at(31).postModern(toolsCall("c1-3", "charge", `{"order_id":"pay-2","amount_cents":4999}`)).answer(200, "", false,
 		wire.Message{ID: "c1-3", Response: true, ResultType: "task"})
-	led := ledgerFromWire(w.recs, nil, nil)
+	led := ledgerFromWire(w.recs, nil, nil, nil).records
 	var written, started []string
 	keys := map[string]string{}
 	for _, r := range led {
@@ -513,7 +551,7 @@ func TestLedgerFromWireReadsTasks(t *testing.T) {
 	w.at(8).postModern(wire.Message{ID: "c1-9", Method: "tasks/get", TaskID: "t3"}).
 		answer(200, "", false, wire.Message{ID: "c1-9", Response: true, ResultType: "complete", TaskID: "t3", TaskStatus: "completed"})
 
-	led := ledgerFromWire(w.recs, nil, nil)
+	led := ledgerFromWire(w.recs, nil, nil, nil).records
 	written := map[string]string{}
 	started := map[string]string{}
 	for _, r := range led {
@@ -562,7 +600,8 @@ func TestWhatTheWireCannotSeeOfAModernReissue(t *testing.T) {
 	dup, _ := v.Result(NoDuplicateSideEffects)
 	assert.Equal(t, Held, dup.Status, "the ledger saw one charge: the first call stopped when cancelled")
 	assert.Empty(t, dup.Disagreement)
-	assert.Contains(t, dup.Unseen, "order pay-1: 2 calls accepted at the server, 1 charged by the ledger, 1 cancelled before charging")
+	assert.Contains(t, dup.Unseen, "the wire alone cannot tell")
+	assert.Contains(t, dup.Unseen, "which at 2026-07-28 cancels the call")
 
 	v = Judge(modernReissue(false))
 	dup, _ = v.Result(NoDuplicateSideEffects)

@@ -1,7 +1,9 @@
 package check
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/chaosrun/chaosrun/targets/history"
@@ -10,23 +12,61 @@ import (
 // refsShown bounds the record numbers listed in one evidence line.
 const refsShown = 5
 
-// noDuplicates: each order was charged at most once.
+// noDuplicates: each order was charged at most once. On the wire, an order
+// invoked twice is a duplicate only when something proves the two
+// invocations one operation (an operation key, or the issuing client's own
+// record) and that both took effect; otherwise it cannot be told.
 func noDuplicates(acc *Accounts) Result {
 	var ev evidence
 	for _, d := range acc.Duplicates {
 		ev.add("%s: order %s charged %d times", acc.refs(d.Charges), d.OrderID, len(d.Charges))
 	}
-	if len(acc.Duplicates) == 0 {
-		return ev.result(NoDuplicateSideEffects, true,
-			count(acc.Charges, "charge")+", no order charged more than once")
+	if len(acc.Duplicates) > 0 {
+		return ev.result(NoDuplicateSideEffects, false, fmt.Sprintf("%s charged more than once: %s among %d",
+			count(len(acc.Duplicates), "order"), count(acc.DuplicateCharges(), "extra charge"), acc.Charges))
 	}
-	return ev.result(NoDuplicateSideEffects, false, fmt.Sprintf("%s charged more than once: %s among %d",
-		count(len(acc.Duplicates), "order"), count(acc.DuplicateCharges(), "extra charge"), acc.Charges))
+	for _, d := range acc.Undistinguished {
+		ev.add("%s: %d invocations of %s, which only their arguments tell apart: the same call retried, or calls of their own",
+			acc.refs(d.Charges), len(d.Charges), d.OrderID)
+	}
+	for _, p := range acc.Possible {
+		ev.add("%s: order %s charged %s for certain, and possibly again by %s: %s",
+			acc.refs(append(slices.Clone(p.Charges), p.Uncertain...)), p.OrderID, times(len(p.Charges)),
+			count(len(p.Uncertain), "invocation"), strings.Join(slices.Compact(slices.Clone(p.Why)), "; "))
+	}
+	switch {
+	case len(acc.Undistinguished) > 0 && len(acc.Possible) > 0:
+		return ev.cannotTell(NoDuplicateSideEffects, fmt.Sprintf("%s invoked more than once are told apart only by their arguments, and %s may have been charged twice",
+			count(len(acc.Undistinguished), "operation"), count(len(acc.Possible), "order")))
+	case len(acc.Undistinguished) > 0:
+		return ev.cannotTell(NoDuplicateSideEffects, fmt.Sprintf("%s invoked more than once with the same arguments and no operation key: the wire cannot tell a retry from a call of its own (name the argument that identifies an operation with key:)",
+			count(len(acc.Undistinguished), "operation")))
+	case len(acc.Possible) > 0:
+		p := acc.Possible[0]
+		return ev.cannotTell(NoDuplicateSideEffects, fmt.Sprintf("%s charged at most once for certain may have been charged again (order %s: %s)",
+			count(len(acc.Possible), "order"), p.OrderID, p.Why[0]))
+	}
+	return ev.result(NoDuplicateSideEffects, true, count(acc.Charges, "charge")+", no order charged more than once")
+}
+
+// times renders a count of times: "once", "twice", "3 times", "never".
+func times(n int) string {
+	switch n {
+	case 0:
+		return "never"
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 // noSilentLoss: every emitted event was received, lies inside a gap the
 // client surfaced, or lies past the client's last look at a stream it
-// abandoned.
+// abandoned. On the wire it cannot be told when a stream broke, the server
+// may have emitted events nothing carried, and the client went on to
+// receive more of the stream with no gap surfaced.
 func noSilentLoss(acc *Accounts) Result {
 	var ev evidence
 	e := acc.Events
@@ -47,6 +87,13 @@ func noSilentLoss(acc *Accounts) Result {
 	if e.LostSilent > 0 {
 		return ev.result(NoSilentEventLoss, false, summary)
 	}
+	if unseen := acc.unseenLoss(); len(unseen) > 0 {
+		for _, why := range unseen {
+			ev.add("%s", why)
+		}
+		return ev.cannotTell(NoSilentEventLoss, fmt.Sprintf("%s; %s broke, and the client received more of it afterwards, with no gap surfaced and no event ids that prove what the server emitted meanwhile",
+			summary, count(len(unseen), "stream")))
+	}
 	for _, s := range acc.Streams {
 		if s.LostSurfaced > 0 {
 			ev.add("%s: %s of %s lost inside these surfaced gaps", acc.lines.many(s.Gaps...), count(s.LostSurfaced, "event"), streamName(s.StreamKey))
@@ -55,7 +102,30 @@ func noSilentLoss(acc *Accounts) Result {
 	return ev.result(NoSilentEventLoss, true, summary)
 }
 
-// noFork: no logical client held two live sessions at once.
+// unseenLoss lists, for an account read from the wire, the streams where
+// events may have been lost silently out of its sight: the stream broke,
+// the edge may not have carried what the server emitted meanwhile, and the
+// client received more of it afterwards with no gap surfaced.
+func (acc *Accounts) unseenLoss() []string {
+	if acc.wire == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range acc.Streams {
+		sight := acc.wire.sight[s.StreamKey]
+		if sight == nil || sight.Partial == "" || sight.BrokeUS == 0 || !acc.receivedAfter(s.StreamKey, sight.BrokeUS) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: %s", acc.ref(sight.BrokeN), sight.Partial))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// noFork: no logical client held two live sessions at once. Who held a
+// session is proven by the client's own history; sessions known only by
+// the name a client gave in initialize (a client of the user's own, judged
+// from the wire) may belong to two processes, or workers, that share it.
 func noFork(acc *Accounts) Result {
 	var ev evidence
 	clients := map[string]bool{}
@@ -68,11 +138,19 @@ func noFork(acc *Accounts) Result {
 		ev.add("%s: %s opened session %s at %s while session %s (opened at %s) was live",
 			acc.refs([]int64{f.Live.Opened, f.New.Opened}), f.Client, f.New.ID, seconds(f.New.OpenedUS), f.Live.ID, seconds(f.Live.OpenedUS))
 	}
-	if len(acc.Forks) == 0 {
-		return ev.result(NoSessionFork, true, fmt.Sprintf("%s for %s; no client held two live sessions at once",
-			count(len(acc.Sessions), "session"), count(len(clients), "client")))
+	if len(acc.Forks) > 0 {
+		return ev.result(NoSessionFork, false, count(len(acc.Forks), "session")+" opened while the same client held another live")
 	}
-	return ev.result(NoSessionFork, false, count(len(acc.Forks), "session")+" opened while the same client held another live")
+	for _, f := range acc.NameForks {
+		ev.add("%s: session %s opened at %s under the client name %q while session %s (opened at %s) of that name was live",
+			acc.refs([]int64{f.Live.Opened, f.New.Opened}), f.New.ID, seconds(f.New.OpenedUS), f.Client, f.Live.ID, seconds(f.Live.OpenedUS))
+	}
+	if len(acc.NameForks) > 0 {
+		return ev.cannotTell(NoSessionFork, fmt.Sprintf("%s opened while another of the same client name was live; the name is all that ties them, and two processes or workers may share one",
+			count(len(acc.NameForks), "session")))
+	}
+	return ev.result(NoSessionFork, true, fmt.Sprintf("%s for %s; no client held two live sessions at once",
+		count(len(acc.Sessions), "session"), count(len(clients), "client")))
 }
 
 // noOrphans: every result written was read by some client outcome, or
@@ -89,6 +167,10 @@ func noOrphans(acc *Accounts) Result {
 		silent++
 		if o.Dropped {
 			ev.add("%s: result of %s dropped by the server (its session was gone), never delivered", acc.ref(o.N), streamName(o.StreamKey))
+			continue
+		}
+		if o.Derived != "" {
+			ev.add("result of %s, %s, never read", streamName(o.StreamKey), o.Derived)
 			continue
 		}
 		ev.add("%s: result of %s (event id %d) written, never read", acc.ref(o.N), streamName(o.StreamKey), o.EventID)
@@ -139,8 +221,17 @@ func outcomesResolved(acc *Accounts) Result {
 	}
 	unresolved := counts[""]
 	if unresolved == 0 && len(acc.BlindRetries) == 0 && len(acc.FalseFails) == 0 {
-		return ev.result(OutcomesResolved, true, fmt.Sprintf("%s: %d ok, %d failed, %d unknown; no blind retry",
-			count(len(acc.Calls), "call"), counts[history.KindOK], counts[history.KindFail], counts[history.KindUnknown]))
+		tally := fmt.Sprintf("%s: %d ok, %d failed, %d unknown", count(len(acc.Calls), "call"),
+			counts[history.KindOK], counts[history.KindFail], counts[history.KindUnknown])
+		if len(acc.PossibleRetries) > 0 {
+			for _, b := range acc.PossibleRetries {
+				ev.add("%s: %s invoked %s again with the same arguments after an attempt whose outcome it never read",
+					acc.lines.many(cmp.Or(b.Unknown, b.Prior), b.Invoke), b.Client, b.OrderID)
+			}
+			return ev.cannotTell(OutcomesResolved, fmt.Sprintf("%s; %s repeated an operation that only its arguments name: a blind retry, or a call of its own",
+				tally, count(len(acc.PossibleRetries), "invoke")))
+		}
+		return ev.result(OutcomesResolved, true, tally+"; no blind retry")
 	}
 	var problems []string
 	if unresolved > 0 {

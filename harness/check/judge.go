@@ -30,6 +30,9 @@ type Input struct {
 	// are supplied by the runner and reported as figures only.
 	Wall      time.Duration
 	Scheduled time.Duration
+	// ClientExit is how a client of the user's own ended (client-exit.json),
+	// nil for chaosrun's own clients, whose history records their stops.
+	ClientExit *ClientExit
 
 	_ struct{} // keyed literals only: the input grows
 }
@@ -49,6 +52,9 @@ const (
 	// no server-side record shows a call (it then sees unresolved calls,
 	// not blind retries).
 	AccountHistory = "history"
+	// AccountExit is the exit record of a client of the user's own
+	// (client-exit.json): client_survived.
+	AccountExit = "exit"
 )
 
 // invariant is one invariant: how to judge it on an account, whether an
@@ -67,9 +73,9 @@ type invariant struct {
 var invariants = []invariant{
 	{NoDuplicateSideEffects, noDuplicates, func(a *Accounts) bool {
 		return a.has(sideeffects.KindCharge, sideeffects.KindChargeDeduplicated, sideeffects.KindCallStarted)
-	}, "no side effect or call recorded: neither the ledger nor the wire shows a tool invoked", unseenUnchargedCalls},
+	}, "no side effect or call recorded: neither the ledger nor the wire shows a tool invoked", nil},
 	{NoSilentEventLoss, noSilentLoss, func(a *Accounts) bool { return a.has(sideeffects.KindEventEmitted) },
-		"no numbered event emitted: neither the ledger nor the wire shows a progress event", nil},
+		"no event emitted: neither the ledger nor the wire shows a progress event", nil},
 	{NoSessionFork, noFork, func(a *Accounts) bool { return a.has(sideeffects.KindSessionOpened) },
 		"no session recorded: neither the ledger nor the wire shows one opened", unseenEnds},
 	{NoOrphanedResults, noOrphans, func(a *Accounts) bool {
@@ -82,8 +88,62 @@ var invariants = []invariant{
 		"no call seen cancelled: the ledger records no call_cancelled (the wire cannot tell a cancellation from a disconnect)", unseenCancellations},
 }
 
-// Judge checks the fault_hit assumption and every invariant, and computes
-// the figures. A run whose client wrote no history (a client of the user's
+// Judged is what [Judge] judges: the history (the client's own, or the one
+// derived from the wire's client edge), the ledger's account, and the
+// wire's when the run recorded the wire.
+type Judged struct {
+	History []history.Record
+	// Own says History is the client's own record.
+	Own    bool
+	Ledger Accounts
+	// Wire is the account of the ledger derived from the wire's server
+	// edge (WireRecords), nil without a wire record.
+	Wire        *Accounts
+	WireRecords []sideeffects.Record
+	lines       historyLines
+	derived     *derivedHistory
+	wire        *wireLedger
+}
+
+// Prepare builds the accounts [Judge] judges, once, for a caller that draws
+// them (the timeline).
+func Prepare(in Input) Judged {
+	j := Judged{History: in.History, Own: len(in.History) > 0}
+	var undistinguished map[string]bool
+	if !j.Own && len(in.Wire) > 0 {
+		j.derived = deriveHistory(in.Wire, in.Ops)
+		j.History, j.lines = j.derived.out, j.derived.lines
+		undistinguished = j.derived.undistinguished
+	}
+	j.Ledger = account(in.Ledger, j.History, accountOpts{ops: in.Ops, own: j.Own, undistinguished: undistinguished})
+	j.Ledger.lines = j.lines
+	if len(in.Wire) == 0 {
+		return j
+	}
+	var named map[StreamKey]string
+	if j.Own {
+		named = namedOrders(in.History)
+	}
+	j.wire = ledgerFromWire(in.Wire, in.Ops, in.Faults, named)
+	j.WireRecords = j.wire.records
+	w := account(j.wire.records, place(j.History, j.wire.keys),
+		accountOpts{ops: in.Ops, own: j.Own, wire: j.wire, undistinguished: undistinguished})
+	w.Source, w.lines = SourceWire, j.lines
+	j.Wire = &w
+	return j
+}
+
+// primary is the account figures and assumptions read: the ledger's, or
+// the wire's when the server wrote no ledger.
+func (j *Judged) primary(in Input) *Accounts {
+	if len(in.Ledger) == 0 && j.Wire != nil {
+		return j.Wire
+	}
+	return &j.Ledger
+}
+
+// Judge checks the assumptions and every invariant, and computes the
+// figures. A run whose client wrote no history (a client of the user's
 // own) is judged on the history derived from the wire's client edge (see
 // tohistory.go), and its evidence names wire records.
 //
@@ -92,55 +152,50 @@ var invariants = []invariant{
 // exists. One that neither holds anything for is not judged, never held.
 // When both judge it, the ledger's result stands and a disagreement of the
 // wire's is reported with it (a defect of one account or the other, to be
-// fixed, not averaged away).
+// fixed, not averaged away); where the wire cannot tell what the ledger
+// shows, that is said as a limit of the wire, not a disagreement.
 //
 // The verdict is workload_error when the workload could not run at all
-// (every call refused before any fault: see workloadRan); else it is
-// inconclusive when the fault_hit assumption does not hold, whatever
-// the invariants say (they are still reported), or when no invariant could
-// be judged; otherwise it is fail when some invariant is violated and pass
-// when none is. Figures come from the ledger's account, or the wire's when
-// the ledger holds nothing.
+// (see workloadRan); else it is inconclusive when the fault_hit
+// assumption does not hold, whatever the invariants say (they are still
+// reported), or when no invariant was proven held or violated; otherwise
+// it is fail when some invariant is violated and pass when none is. A pass
+// rests on the invariants proven held (RestsOn); those the records cannot
+// tell are listed apart (CannotTell) and never count towards it. Figures
+// come from the ledger's account, or the wire's when the ledger holds
+// nothing, with what each is (Provenance).
 func Judge(in Input) Verdict {
-	var lines historyLines
-	if len(in.History) == 0 && len(in.Wire) > 0 {
-		in.History, lines = historyFromWire(in.Wire, in.Ops)
-	}
-	ledger := Account(in.Ledger, in.History, in.Ops)
-	ledger.lines = lines
-	var fromWire *Accounts
-	if derived := WireLedger(in); derived != nil {
-		w := Account(derived, in.History, in.Ops)
-		w.Source, w.lines = SourceWire, lines
-		fromWire = &w
-	}
-	primary := &ledger
-	if len(in.Ledger) == 0 && fromWire != nil {
-		primary = fromWire
-	}
-	order := timeOrder(in.History)
+	j := Prepare(in)
+	primary := j.primary(in)
+	order := timeOrder(j.History)
+	hin := in
+	hin.History = j.History
 	v := Verdict{
-		Violations:  []string{},
-		Assumptions: []Result{workloadRan(in, primary.Calls, lines), faultHit(in, order, primary.Calls, lines)},
-		Figures:     figures(in, order, primary),
+		Violations: []string{}, RestsOn: []string{}, CannotTell: []string{},
+		Assumptions: []Result{workloadRan(hin, primary.Calls, j.lines), faultHit(hin, order, primary.Calls, j.lines)},
+		Figures:     figures(hin, order, primary),
+		ClientExit:  in.ClientExit,
 	}
-	judged := 0
+	v.Provenance = provenanceOf(hin, &j, primary)
 	for _, inv := range invariants {
-		r := judgeOn(in, inv, &ledger, fromWire)
-		v.Invariants = append(v.Invariants, r)
-		switch {
-		case r.Status == NotJudged:
-		case !r.Held():
-			judged++
+		v.Invariants = append(v.Invariants, judgeOn(in, inv, &j.Ledger, j.Wire))
+	}
+	v.Invariants = append(v.Invariants, clientSurvived(in))
+	for _, r := range v.Invariants {
+		switch r.Status {
+		case Violated:
 			v.Violations = append(v.Violations, r.ID)
-		default:
-			judged++
+			v.RestsOn = append(v.RestsOn, r.ID)
+		case Held:
+			v.RestsOn = append(v.RestsOn, r.ID)
+		case CannotTell:
+			v.CannotTell = append(v.CannotTell, r.ID)
 		}
 	}
 	switch {
 	case !v.Assumptions[0].Held():
 		v.Verdict = WorkloadError
-	case !v.Assumptions[1].Held() || judged == 0:
+	case !v.Assumptions[1].Held() || len(v.RestsOn) == 0:
 		v.Verdict = Inconclusive
 	case len(v.Violations) > 0:
 		v.Verdict = Fail
@@ -162,13 +217,10 @@ func WireHistory(in Input) []history.Record {
 }
 
 // WireLedger is the ledger [Judge] derives from the wire's server edge (see
-// fromwire.go): records of Source "wire" whose N is their wire record. It is
-// nil when in has no wire record.
+// fromwire.go): records of Source "wire" whose N is the wire record they
+// come from. It is nil when in has no wire record.
 func WireLedger(in Input) []sideeffects.Record {
-	if len(in.Wire) == 0 {
-		return nil
-	}
-	return ledgerFromWire(in.Wire, in.Ops, serverKills(in.Faults))
+	return Prepare(in).WireRecords
 }
 
 // judgeOn judges one invariant on the accounts able to, as [Judge] says.
@@ -179,7 +231,11 @@ func judgeOn(in Input, inv invariant, ledger, fromWire *Accounts) Result {
 	case byLedger && byWire:
 		r, w := inv.judge(ledger), inv.judge(fromWire)
 		r.Account = AccountBoth
-		if r.Status == w.Status {
+		switch {
+		case r.Status == w.Status:
+			return r
+		case w.Status == CannotTell:
+			r.Unseen = "the wire alone cannot tell: " + w.Summary
 			return r
 		}
 		if inv.unseen != nil {
@@ -246,53 +302,6 @@ func unseenEnds(_ Input, ledger, fromWire *Accounts) string {
 	return "the wire presumes a session live until it is seen to end: " + strings.Join(unseen, "; ")
 }
 
-// unseenUnchargedCalls explains the duplicate charges the wire's account
-// finds and the ledger's does not by calls that never got to charge: the
-// server was killed while they ran, or it saw them cancelled first.
-func unseenUnchargedCalls(in Input, ledger, fromWire *Accounts) string {
-	if why := unseenKilledCharges(in, ledger, fromWire); why != "" {
-		return why
-	}
-	return unseenCancelledCharges(in, ledger, fromWire)
-}
-
-// unseenCancelledCharges explains the duplicate charges the wire's account
-// finds and the ledger's does not by calls the server saw cancelled (at
-// 2026-07-28, their stream closing) before they charged: the wire counts
-// every call the server accepted as charged, as it cannot see whether a
-// cancelled one stopped short of its commit, and the ledger says it did.
-func unseenCancelledCharges(in Input, ledger, fromWire *Accounts) string {
-	if len(ledger.Duplicates) > 0 || !ledger.has(sideeffects.KindCallCancelled) {
-		return ""
-	}
-	charged, chargedCall := map[string]int{}, map[StreamKey]bool{}
-	for _, r := range in.Ledger {
-		if r.Kind == sideeffects.KindCharge {
-			charged[r.OrderID]++
-			chargedCall[StreamKey{Session: r.Session, RequestID: r.RequestID}] = true
-		}
-	}
-	stopped := map[string]int{}
-	for _, r := range in.Ledger {
-		if r.Kind == sideeffects.KindCallCancelled && !chargedCall[StreamKey{Session: r.Session, RequestID: r.RequestID}] {
-			stopped[r.OrderID]++
-		}
-	}
-	var unseen []string
-	for _, d := range fromWire.Duplicates {
-		if charged[d.OrderID]+stopped[d.OrderID] < len(d.Charges) || stopped[d.OrderID] == 0 {
-			return ""
-		}
-		unseen = append(unseen, fmt.Sprintf("order %s: %d calls accepted at the server, %d charged by the ledger, %d cancelled before charging",
-			d.OrderID, len(d.Charges), charged[d.OrderID], stopped[d.OrderID]))
-	}
-	if len(unseen) == 0 {
-		return ""
-	}
-	return "the wire presumes every accepted call charged, and the server saw calls cancelled (call_cancelled) before they charged: " +
-		strings.Join(unseen, "; ")
-}
-
 // unseenDrops explains the orphaned results the ledger's account finds
 // and the wire's does not by results the server dropped (result_dropped:
 // no session, or at 2026-07-28 no stream, to write them to): nothing of a
@@ -320,41 +329,6 @@ func unseenDrops(_ Input, ledger, fromWire *Accounts) string {
 		count(silent, "result"))
 }
 
-// unseenKilledCharges explains the duplicate charges the wire's account
-// finds and the ledger's does not by a server (or replica) killed while a
-// call ran: the wire counts every call the server accepted as charged, as
-// it cannot see whether one that never answered got as far as charging
-// before its process died, and the ledger says it did not.
-func unseenKilledCharges(in Input, ledger, fromWire *Accounts) string {
-	kills := serverKills(in.Faults)
-	if len(kills) == 0 || len(ledger.Duplicates) > 0 {
-		return ""
-	}
-	charged := map[string]int{}
-	for _, r := range in.Ledger {
-		if r.Kind == sideeffects.KindCharge {
-			charged[r.OrderID]++
-		}
-	}
-	var unseen []string
-	for _, d := range fromWire.Duplicates {
-		if charged[d.OrderID] >= len(d.Charges) {
-			return ""
-		}
-		unseen = append(unseen, fmt.Sprintf("order %s: %d calls accepted at the server, %d charged by the ledger",
-			d.OrderID, len(d.Charges), charged[d.OrderID]))
-	}
-	if len(unseen) == 0 {
-		return ""
-	}
-	at := make([]string, len(kills))
-	for i, k := range kills {
-		at[i] = seconds(k)
-	}
-	return fmt.Sprintf("the wire presumes every accepted call charged, and the server was killed at %s with calls running: %s",
-		strings.Join(at, ", "), strings.Join(unseen, "; "))
-}
-
 // serverKills is when the fault log restarted or crashed the server (or one
 // of its replicas, "server-2"), on the run's clock.
 func serverKills(entries []faults.Entry) []int64 {
@@ -362,6 +336,25 @@ func serverKills(entries []faults.Entry) []int64 {
 	for _, e := range entries {
 		server := e.Target == "server" || strings.HasPrefix(e.Target, "server-")
 		if (e.Kind == faults.KindRestart || e.Kind == faults.KindCrash) && server && e.Error == "" {
+			out = append(out, e.StartUS)
+		}
+	}
+	return out
+}
+
+// directKills is when the fault log killed (SIGKILL: a crash, or a restart
+// that is not graceful) the one server process that the proxy's server
+// edge connects to: none when a balancer stands between them, since a
+// connection to the balancer outlives any one replica.
+func directKills(entries []faults.Entry) []int64 {
+	var out []int64
+	for _, e := range entries {
+		if e.Kind == "balancer" {
+			return nil
+		}
+		graceful, _ := e.Params["graceful"].(bool)
+		killed := e.Kind == faults.KindCrash || e.Kind == faults.KindRestart && !graceful
+		if killed && e.Target == "server" && e.Error == "" {
 			out = append(out, e.StartUS)
 		}
 	}

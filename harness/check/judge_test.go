@@ -309,6 +309,15 @@ func TestAWorkloadTheServerRefusesIsAWorkloadError(t *testing.T) {
 	assert.Contains(t, reasons[0], "verdict is workload_error")
 
 	v = Judge(refused(0))
-	ran, _ = v.Result(WorkloadRan)
-	assert.True(t, ran.Held(), "a call failing under a fault is the fault's doing, not the workload's")
+	assert.Equal(t, WorkloadError, v.Verdict, "an idle timeout standing from the start does not answer for the server: a typo in a tool name is no fault's doing")
+
+	in := refused(0)
+	in.Faults[0].Kind = "http_status"
+	ran, _ = Judge(in).Result(WorkloadRan)
+	assert.True(t, ran.Held(), "a call failing while the proxy answers for the server may be the fault's doing")
+
+	in = refused(0)
+	in.History = append(in.History[:3:3], history.Record{TUS: 50_000, Client: "c1", Kind: history.KindStreamBreak, Call: "a", Session: "s1", RequestID: "2", Reason: "reset"}, in.History[3])
+	ran, _ = Judge(in).Result(WorkloadRan)
+	assert.True(t, ran.Held(), "a call whose stream broke before it failed failed under the fault")
 }

@@ -59,15 +59,24 @@ func (o Ops) find(tool string) (Op, bool) {
 // path holds nothing or the arguments are unknown, the digest of the
 // arguments as the wire observer recorded it.
 func (o Ops) Key(tool string, args json.RawMessage, digest string) string {
+	k, _ := o.keyOf(tool, args, digest)
+	return k
+}
+
+// keyOf is [Ops.Key], and whether the key tells the operation apart from
+// another: it does when it is the value at the op's key path; the digest
+// of the arguments does not, as two calls of a tool with the same
+// arguments may be two operations as well as one retried.
+func (o Ops) keyOf(tool string, args json.RawMessage, digest string) (string, bool) {
 	if op, ok := o.find(tool); ok && op.Key != "" {
 		if v, ok := lookup(args, op.Key); ok {
-			return v
+			return v, true
 		}
 	}
 	if digest != "" {
-		return tool + "#" + digest
+		return tool + "#" + digest, false
 	}
-	return tool
+	return tool, false
 }
 
 // Idempotent reports whether invoking tool with args again is harmless: the

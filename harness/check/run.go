@@ -14,6 +14,7 @@ import (
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/targets/byo"
 	"github.com/chaosrun/chaosrun/targets/history"
 )
 
@@ -47,7 +48,8 @@ type Timings struct {
 // workload's ops from workload.json (absent: the built-in tools'
 // [DefaultOps]) and the timings. Timings come from timings.json,
 // else from the wall_ms and scheduled_ms figures of verdict.json, else are
-// zero. Judging the result gives the verdict.json the run wrote.
+// zero; a client of the user's own left its exit record in
+// ClientExitFile. Judging the result gives the verdict.json the run wrote.
 func LoadRun(dir string) (Input, error) {
 	var in Input
 	var err error
@@ -73,6 +75,12 @@ func LoadRun(dir string) (Input, error) {
 	}
 	t, err := loadTimings(dir)
 	if err != nil {
+		return Input{}, fmt.Errorf("load run: %w", err)
+	}
+	switch exit, err := byo.LoadExit(dir); {
+	case err == nil:
+		in.ClientExit = &exit
+	case !errors.Is(err, fs.ErrNotExist):
 		return Input{}, fmt.Errorf("load run: %w", err)
 	}
 	in.Wall = time.Duration(t.WallMS) * time.Millisecond
@@ -116,7 +124,8 @@ func loadTimings(dir string) (Timings, error) {
 }
 
 // SaveRun writes in to dir as LoadRun reads it: history.jsonl, ledger.jsonl,
-// faults.jsonl and timings.json. The runner writes the first three as the
+// faults.jsonl, timings.json, wire.jsonl when there is one, and the
+// client's exit record when there is one. The runner writes the first three as the
 // run goes; SaveRun is for runs assembled in memory, and for tests.
 func SaveRun(dir string, in Input) error {
 	if err := saveHistory(filepath.Join(dir, HistoryFile), in.History); err != nil {
@@ -135,6 +144,11 @@ func SaveRun(dir string, in Input) error {
 	}
 	if err := SaveTimings(dir, in.Wall, in.Scheduled); err != nil {
 		return fmt.Errorf("save run: %w", err)
+	}
+	if in.ClientExit != nil {
+		if err := byo.SaveExit(dir, *in.ClientExit); err != nil {
+			return fmt.Errorf("save run: %w", err)
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -24,14 +25,20 @@ import (
 //     the client is the one the initialize named.
 //   - session_lost: a 404 delivered on the session (status_404), or a close
 //     event (close_event).
-//   - invoke: a tools/call the client sent. The call is the operation it
-//     invokes ([Ops.Key]), so a retry of the same operation is an attempt of
-//     the same call.
+//   - invoke: a tools/call the client sent. Where the workload's operation
+//     key tells operations apart ([Ops]), the call is the operation it
+//     invokes, so a retry of the same operation is an attempt of the same
+//     call. Where only the arguments do, each request is a call of its own
+//     (a load generator sends the same arguments many times): its order is
+//     the arguments' digest, shared with every request like it, and the
+//     accounts say they cannot tell whether a second one was a retry.
 //   - ok and fail: the response to it delivered, as a JSON body or an SSE
 //     event (its id then), read.
 //   - event: a progress notification delivered, its progress number as seq.
-//   - stream_break: the end of a connection that carried a call's stream or
-//     a resumed one before its response came (reset, eof, error).
+//   - stream_break: the end of a connection that carried a call's request,
+//     its stream or a resumed one before its response came (reset, eof,
+//     error), whether or not any of the response had begun: a reset before
+//     the response's first byte breaks the call as surely as one after.
 //   - reconnect and resume: a GET with Last-Event-ID and the answer it got.
 //   - gap: a 410 delivered with the range the server says is lost (from
 //     last_event_id to resume_event_id, or head_event_id).
@@ -52,20 +59,35 @@ type derivedHistory struct {
 	callOf  map[StreamKey]*edgeCall // attempts by stream
 	byOp    map[string]*edgeCall    // the latest attempt of each client's operation
 	lost    map[string]bool         // sessions the client was told are gone
-	streams map[exchangeKey]string  // exchanges carrying an unfinished stream, to its request id
+	streams map[exchangeKey]string  // exchanges awaiting or carrying an unfinished stream, to its request id
+	// requests counts the tools/call requests of each client's operation.
+	requests map[string]int
+	// undistinguished names the operations told apart by their arguments
+	// alone; repeated names those of them requested more than once (the
+	// calls counted are then an upper bound: each such request may be a
+	// retry).
+	undistinguished map[string]bool
+	repeated        int
 }
 
 // edgeCall is one attempt of a call as the client edge shows it.
 type edgeCall struct {
 	client, call, tool string
+	order              string // the operation: call, or the arguments' digest a call of its own shares
 	key                StreamKey
 	attempt            int
 	answered, told     bool
 }
 
 func historyFromWire(recs []wire.Record, ops Ops) ([]history.Record, []int64) {
+	d := deriveHistory(recs, ops)
+	return d.out, d.lines
+}
+
+// deriveHistory reads the client edge of recs; see historyFromWire.
+func deriveHistory(recs []wire.Record, ops Ops) *derivedHistory {
 	d := &derivedHistory{ops: ops, edge: newEdgeReader(), callOf: map[StreamKey]*edgeCall{}, byOp: map[string]*edgeCall{},
-		lost: map[string]bool{}, streams: map[exchangeKey]string{}}
+		lost: map[string]bool{}, streams: map[exchangeKey]string{}, requests: map[string]int{}, undistinguished: map[string]bool{}}
 	var last wire.Record
 	recs = inExchangeOrder(recs)
 	for i := range recs {
@@ -88,7 +110,7 @@ func historyFromWire(recs []wire.Record, ops Ops) ([]history.Record, []int64) {
 		}
 	}
 	d.settle(&last)
-	return d.out, d.lines
+	return d
 }
 
 func (d *derivedHistory) add(r *wire.Record, h history.Record) {
@@ -110,13 +132,24 @@ func (d *derivedHistory) request(r *wire.Record) {
 		if m.Method != mcpwire.MethodToolsCall || !m.IsRequest() {
 			continue
 		}
-		op := d.ops.Key(m.Tool, m.Args, m.ArgsDigest)
-		c := &edgeCall{client: client, call: op, tool: m.Tool, key: StreamKey{Session: x.session, RequestID: m.ID}, attempt: 1}
-		if prev := d.byOp[client+"\x00"+op]; prev != nil {
+		op, proven := d.ops.keyOf(m.Tool, m.Args, m.ArgsDigest)
+		n := d.requests[client+"\x00"+op] + 1
+		d.requests[client+"\x00"+op] = n
+		call := op
+		if !proven {
+			call = fmt.Sprintf("%s/%d", op, n)
+			d.undistinguished[op] = true
+			if n == 2 {
+				d.repeated++
+			}
+		}
+		c := &edgeCall{client: client, call: call, order: op, tool: m.Tool, key: StreamKey{Session: x.session, RequestID: m.ID}, attempt: 1}
+		if prev := d.byOp[client+"\x00"+call]; prev != nil {
 			c.attempt = prev.attempt + 1
 		}
-		d.byOp[client+"\x00"+op], d.callOf[c.key] = c, c
-		d.add(r, history.Record{Kind: history.KindInvoke, Client: client, Call: op, OrderID: op, Tool: m.Tool,
+		d.byOp[client+"\x00"+call], d.callOf[c.key] = c, c
+		d.streams[exchangeKey{r.Conn, r.Exchange}] = m.ID // broken if its connection ends before the response
+		d.add(r, history.Record{Kind: history.KindInvoke, Client: client, Call: call, OrderID: op, Tool: m.Tool,
 			Session: x.session, RequestID: m.ID, Attempt: c.attempt})
 	}
 }
@@ -151,11 +184,14 @@ func (d *derivedHistory) response(r *wire.Record) {
 		d.add(r, history.Record{Kind: history.KindSessionLost, Client: client, Session: x.session, Reason: "status_404"})
 		d.tell(x.session, "")
 	}
+	k := exchangeKey{r.Conn, r.Exchange}
+	if r.Status >= 400 || r.Header == nil || !isEventStream(r.Header.ContentType) || x.stream == "" {
+		delete(d.streams, k) // answered: a JSON body, or an error, came whole
+	} else {
+		d.streams[k] = x.stream
+	}
 	if r.Status >= 400 {
 		return
-	}
-	if r.Header != nil && isEventStream(r.Header.ContentType) && x.stream != "" {
-		d.streams[exchangeKey{r.Conn, r.Exchange}] = x.stream
 	}
 	for i := range r.Messages {
 		d.answer(r, x, &r.Messages[i], 0)
@@ -214,7 +250,7 @@ func (d *derivedHistory) answer(r *wire.Record, x *exchange, m *wire.Message, ev
 	if m.IsError {
 		kind = history.KindFail
 	}
-	d.add(r, history.Record{Kind: kind, Client: c.client, Call: c.call, OrderID: c.call, Session: x.session, RequestID: m.ID,
+	d.add(r, history.Record{Kind: kind, Client: c.client, Call: c.call, OrderID: c.order, Session: x.session, RequestID: m.ID,
 		EventID: eventID, Result: history.ResultRead, Reason: m.ErrorMessage})
 }
 
@@ -239,13 +275,16 @@ func (d *derivedHistory) event(r *wire.Record) {
 		case m.Response:
 			d.answer(r, x, m, id)
 			delete(d.streams, exchangeKey{r.Conn, r.Exchange})
-		case m.Method == mcpwire.MethodProgress && m.Progress != nil:
-			p := *m.Progress
-			if p < 1 || p != math.Trunc(p) || p > math.MaxInt32 {
-				continue
+		case m.Method == mcpwire.MethodProgress:
+			// Seq is the progress number when it is a whole one, as a
+			// ledger that counts events 1, 2, 3 numbers them; the wire's
+			// account places events by their ids instead (see place).
+			seq := int64(0)
+			if p := m.Progress; p != nil && *p >= 1 && *p == math.Trunc(*p) && *p <= math.MaxInt32 {
+				seq = int64(*p)
 			}
 			d.add(r, history.Record{Kind: history.KindEvent, Client: client, Call: d.callName(x.session, owner), Session: x.session,
-				RequestID: owner, EventID: id, Seq: int64(p), Detail: m.Method})
+				RequestID: owner, EventID: id, Seq: seq, Detail: m.Method})
 		}
 	}
 	d.edge.noteEvent(x, r.EventID, owner)
@@ -310,7 +349,7 @@ func (d *derivedHistory) settle(last *wire.Record) {
 		if c.answered || !c.told {
 			continue
 		}
-		d.add(last, history.Record{Kind: history.KindUnknown, Client: c.client, Call: c.call, OrderID: c.call,
+		d.add(last, history.Record{Kind: history.KindUnknown, Client: c.client, Call: c.call, OrderID: c.order,
 			Session: c.key.Session, RequestID: c.key.RequestID, Reason: "the server said its answer is lost"})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/chaosrun/chaosrun/targets/byo"
 )
 
 // Verdicts.
@@ -23,6 +25,12 @@ const (
 const (
 	Held     = "held"
 	Violated = "violated"
+	// CannotTell is the status of an invariant whose records do not prove
+	// it held or violated: the summary says what they do not show (an
+	// operation told apart from another only by its arguments, a client
+	// known only by the name it gave, events the server may have emitted
+	// while nothing carried its stream). It is never counted as held.
+	CannotTell = "cannot_tell"
 	// NotJudged is the status of an invariant no account held anything
 	// for: it is neither held nor violated.
 	NotJudged = "not_judged"
@@ -42,11 +50,15 @@ const (
 	// committed) is accounted for by the client: an unknown outcome, or a
 	// re-issue deduplicated under the same idempotency key.
 	CancelledCommitsSurfaced = "cancelled_commits_surfaced"
+	// ClientSurvived: a client of the user's own kept running through the
+	// faults: it did not exit with an error, or die by a signal the harness
+	// did not send, once a fault was injected. Judged from its exit record.
+	ClientSurvived = "client_survived"
 )
 
 // InvariantIDs lists the invariants in the order a verdict reports them.
 var InvariantIDs = []string{
-	NoDuplicateSideEffects, NoSilentEventLoss, NoSessionFork, NoOrphanedResults, OutcomesResolved, CancelledCommitsSurfaced,
+	NoDuplicateSideEffects, NoSilentEventLoss, NoSessionFork, NoOrphanedResults, OutcomesResolved, CancelledCommitsSurfaced, ClientSurvived,
 }
 
 // MaxEvidence bounds the evidence lines of one result; the rest are counted
@@ -65,16 +77,32 @@ type Verdict struct {
 	Verdict string `json:"verdict"`
 	// Violations lists the ids of the violated invariants, in InvariantIDs
 	// order; empty, not absent, when none was.
-	Violations  []string `json:"violations"`
+	Violations []string `json:"violations"`
+	// RestsOn lists the invariants the verdict rests on: those proven held
+	// or violated, in InvariantIDs order. CannotTell lists those the
+	// records could not prove either way; a pass rests on RestsOn alone.
+	RestsOn     []string `json:"rests_on"`
+	CannotTell  []string `json:"cannot_tell"`
 	Assumptions []Result `json:"assumptions"`
 	Invariants  []Result `json:"invariants"`
 	Figures     Figures  `json:"figures"`
+	// Provenance says, for every figure that is not a plain count of
+	// recorded facts, what it is: derived, a lower or upper bound, or
+	// cannot_tell; a figure it does not name is observed.
+	Provenance map[string]Provenance `json:"provenance,omitempty"`
+	// ClientExit is how a client of the user's own ended, when the run
+	// recorded it (client-exit.json).
+	ClientExit *ClientExit `json:"client_exit,omitempty"`
 }
+
+// ClientExit is how a client of the user's own ended: its exit code and
+// status, when (on the run's clock), and its last lines of output.
+type ClientExit = byo.ClientExit
 
 // Result is the outcome of one assumption or invariant.
 type Result struct {
 	ID      string `json:"id"`
-	Status  string `json:"status"` // held | violated | not_judged
+	Status  string `json:"status"` // held | violated | cannot_tell | not_judged
 	Summary string `json:"summary"`
 	// Account says which account judged an invariant (ledger, wire or
 	// both); empty for an assumption and for an invariant not judged.
@@ -165,6 +193,12 @@ func (e *evidence) result(id string, held bool, summary string) Result {
 		status = Held
 	}
 	return Result{ID: id, Status: status, Summary: summary, Evidence: e.lines, Omitted: e.omitted}
+}
+
+// cannotTell is a result whose records prove neither: why says what they
+// do not show.
+func (e *evidence) cannotTell(id, why string) Result {
+	return Result{ID: id, Status: CannotTell, Summary: why, Evidence: e.lines, Omitted: e.omitted}
 }
 
 // seconds renders microseconds on the run's clock as seconds, the unit a

@@ -143,7 +143,7 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 
 // Expectation is the expect: block in the checker's terms.
 func (x *Experiment) Expectation() check.Expectation {
-	e := check.Expectation{Verdict: x.Expect.Verdict, Violations: x.Expect.Violations}
+	e := check.Expectation{Verdict: x.Expect.Verdict, Violations: x.Expect.Violations, CannotTell: x.Expect.CannotTell}
 	if len(x.Expect.Figures) > 0 {
 		e.Figures = map[string]check.Bound{}
 		for name, s := range x.Expect.Figures {

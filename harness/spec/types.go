@@ -113,7 +113,8 @@ type Call struct {
 
 // Expect is what the experiment should conclude.
 type Expect struct {
-	Verdict    string            `yaml:"verdict"`    // pass | fail | inconclusive
-	Violations []string          `yaml:"violations"` // the exact set of violated invariants
-	Figures    map[string]string `yaml:"figures"`    // figure → bound: 0, ">=1", "<=5", ">0"
+	Verdict    string            `yaml:"verdict"`     // pass | fail | inconclusive
+	Violations []string          `yaml:"violations"`  // the exact set of violated invariants
+	CannotTell []string          `yaml:"cannot_tell"` // the exact set of invariants the records cannot prove
+	Figures    map[string]string `yaml:"figures"`     // figure → bound: 0, ">=1", "<=5", ">0"
 }

@@ -546,6 +546,14 @@ func (x *Experiment) validateExpect(bad badFunc, oneOf oneOfFunc) {
 			bad(fmt.Sprintf("expect.violations[%d]", i), "unknown invariant %q (known: %s)", v, strings.Join(check.InvariantIDs, ", "))
 		}
 	}
+	for i, v := range e.CannotTell {
+		switch {
+		case !slices.Contains(check.InvariantIDs, v):
+			bad(fmt.Sprintf("expect.cannot_tell[%d]", i), "unknown invariant %q (known: %s)", v, strings.Join(check.InvariantIDs, ", "))
+		case slices.Contains(e.Violations, v):
+			bad(fmt.Sprintf("expect.cannot_tell[%d]", i), "%s is also expected violated", v)
+		}
+	}
 	if e.Verdict == "pass" && len(e.Violations) > 0 {
 		bad("expect.violations", "an experiment expected to pass cannot expect violations")
 	}

@@ -155,8 +155,8 @@ const maxRangeRefs = 50
 
 // build turns an experiment into the page's data.
 //
-// The accounts are the checker's: the ledger's, and the one it derives from
-// the wire's server edge (check.WireLedger). Sessions, calls, losses and
+// The accounts are the checker's (check.Prepare): the ledger's, and the one
+// it derives from the wire's server edge. Sessions, calls, losses and
 // forks are drawn from the ledger's, or from the wire's for a run whose
 // server keeps no ledger; the wire's side effects, with its duplicates and
 // orphans, are drawn in each client's wire row beside the raw wire records.
@@ -168,20 +168,21 @@ func build(x Experiment) *page {
 		Files: fileNames, HasWire: len(in.Wire) > 0,
 		Faults: []fault{}, Marks: []mark{}, // the script reads empty lists, not null
 	}
-	if len(in.History) == 0 && len(in.Wire) > 0 {
+	j := check.Prepare(*in)
+	if !j.Own && len(in.Wire) > 0 {
 		// A client of the user's own writes no history: draw the one the
 		// checker judged, derived from the wire's client edge.
-		in.History = check.WireHistory(*in)
+		in.History = j.History
 		p.Files = slices.Clone(fileNames)
 		p.Files[fileHistory] = "history derived from " + wire.File
 	}
 	p.records(x)
 	p.EndUS = endOf(x)
 	b := &builder{p: p, lanes: map[string]*lane{}, sessionClient: map[string]string{}}
-	primary := side{recs: in.Ledger, acc: check.Account(in.Ledger, in.History, in.Ops), file: fileLedger}
+	primary := side{recs: in.Ledger, acc: j.Ledger, file: fileLedger}
 	var fromWire *side
-	if derived := check.WireLedger(*in); derived != nil {
-		fromWire = &side{recs: derived, acc: check.Account(derived, in.History, in.Ops), file: fileWire, wireRow: true}
+	if j.Wire != nil {
+		fromWire = &side{recs: j.WireRecords, acc: *j.Wire, file: fileWire, wireRow: true}
 		if len(in.Ledger) == 0 {
 			primary, fromWire = *fromWire, nil
 			primary.wireRow = false

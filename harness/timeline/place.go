@@ -29,7 +29,7 @@ const (
 	kindGap          = "gap"           // a gap the client surfaced
 	kindGapRange     = "gap_range"     // the emitted events inside a surfaced gap (amber)
 	kindSilent       = "silent"        // events lost silently (red)
-	kindCharge       = "charge"        // a charge in the ledger; state dup when its order was charged again
+	kindCharge       = "charge"        // a charge in the ledger; state original or dup when its order was charged again
 	kindDedup        = "dedup"         // a charge the idempotency key turned away
 	kindTool         = "tool"          // a tool running on the server, call_started to call_finished
 	kindResult       = "result"        // a result written; state orphan, or orphan_surfaced
@@ -165,10 +165,10 @@ func (b *builder) history(hist []history.Record, acc *check.Accounts) {
 // sideEffects draws what the server and its tools did, as one account says.
 func (b *builder) sideEffects(sd *side) {
 	recs, acc := sd.recs, &sd.acc
-	dup := map[int64]bool{}
+	dup := map[int64]int{} // a charge of an order charged again: 1 for the original, k for the k-th
 	for _, d := range acc.Duplicates {
-		for _, n := range d.Charges {
-			dup[n] = true
+		for i, n := range d.Charges {
+			dup[n] = i + 1
 		}
 	}
 	orphan := map[int64]string{}
@@ -185,8 +185,11 @@ func (b *builder) sideEffects(sd *side) {
 		switch r.Kind {
 		case sideeffects.KindCharge:
 			m.Kind, m.Label = kindCharge, fmt.Sprintf("charge of order %s, %d cents", r.OrderID, r.AmountCents)
-			if dup[r.N] {
-				m.State = "dup"
+			switch k := dup[r.N]; {
+			case k == 1:
+				m.State, m.Label = "original", m.Label+": the original, charged again later"
+			case k > 1:
+				m.State, m.Label = "dup", fmt.Sprintf("%s: duplicate (charge %d of the order)", m.Label, k)
 			}
 		case sideeffects.KindChargeDeduplicated:
 			m.Kind, m.Label = kindDedup, "charge of order "+r.OrderID+" deduplicated"

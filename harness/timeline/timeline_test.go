@@ -68,9 +68,8 @@ func TestDoubleChargeMarksComeFromTheAccount(t *testing.T) {
 
 	charges := marksOf(p, kindCharge)
 	require.Len(t, charges, 2)
-	for _, c := range charges {
-		assert.Equal(t, "dup", c.State, "both charges of the order charged twice are drawn as duplicates")
-	}
+	assert.Equal(t, "original", charges[0].State, "the first charge of the order charged twice is drawn as the original")
+	assert.Equal(t, "dup", charges[1].State, "the second as the duplicate")
 	assert.Equal(t, []ref{{fileLedger, 8}}, charges[1].Refs)
 	assert.Equal(t, "184f76a1b56e355bc9f05107b6520fe3", l.Rows[charges[1].Row].Session, "the retry's charge is in the second session")
 
@@ -145,6 +144,27 @@ func TestPageIsSelfContained(t *testing.T) {
 	assert.NotContains(t, idx.String(), "http")
 	assert.Contains(t, idx.String(), `<a href="double-charge-lb-idle/timeline.html">double-charge-lb-idle</a>`)
 	assert.Contains(t, idx.String(), "harness error: server did not start")
+	assert.Contains(t, idx.String(), `class="tally some-unmet"`)
+}
+
+// TestAnIndexOfMetExpectationsIsNoWallOfRed: incident experiments expect
+// fail; when every expectation is met the page says so first, and draws
+// no verdict as an alarm.
+func TestAnIndexOfMetExpectationsIsNoWallOfRed(t *testing.T) {
+	v := check.Judge(loadDoubleCharge(t).Input)
+	require.Equal(t, check.Fail, v.Verdict)
+	var idx bytes.Buffer
+	require.NoError(t, WriteIndex(&idx, Index{ID: "r1", Runtime: "local", Experiments: []Entry{
+		{Name: "double-charge-lb-idle", Expected: "fail", Met: true, Verdict: &v},
+		{Name: "double-charge-lb-idle-again", Expected: "fail", Met: true, Verdict: &v},
+	}}))
+	page := idx.String()
+	assert.Contains(t, page, `class="tally all-met"`)
+	assert.Contains(t, page, "Every expectation met: 2 of 2")
+	assert.Equal(t, 2, strings.Count(page, `class="met-tag yes"`))
+	assert.NotContains(t, page, `class="met-tag no"`)
+	assert.NotContains(t, page, `class="verdict v-fail"`, "a fail that was expected is not drawn as an alarm")
+	assert.Less(t, strings.Index(page, `class="met-tag`), strings.Index(page, `class="verdict-o`), "whether it was met comes before what the verdict was")
 }
 
 // TestWireSideEffectsAreDrawn: a server that keeps no ledger is judged from
@@ -172,17 +192,15 @@ func TestWireSideEffectsAreDrawn(t *testing.T) {
 			x.Verdict = check.Judge(x.Input)
 			p := build(x)
 			require.True(t, p.HasWire)
-			var dups []mark
+			states := map[string]int{}
 			for _, m := range marksOf(p, kindCharge) {
 				if m.Refs[0][0] != fileWire {
 					continue
 				}
 				assert.Equal(t, tc.row, p.Lanes[m.Lane].Rows[m.Row].Kind)
-				if m.State == "dup" {
-					dups = append(dups, m)
-				}
+				states[m.State]++
 			}
-			assert.Len(t, dups, 2, "the order invoked twice at the server")
+			assert.Equal(t, map[string]int{"original": 1, "dup": 1}, states, "the order invoked twice at the server: the original, then the duplicate")
 			assert.NotEmpty(t, marksOf(p, kindWireRequest))
 			assert.NotEmpty(t, marksOf(p, kindWireClose))
 		})

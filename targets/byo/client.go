@@ -107,6 +107,11 @@ type ClientExit struct {
 	// Stopped says the run ended before the client did, and it was told
 	// to stop (SIGTERM, then SIGKILL).
 	Stopped bool `json:"stopped,omitempty"`
+	// TUS is when the client ended, on the run's clock (0 when the
+	// contract's clock was not set).
+	TUS int64 `json:"t_us,omitempty"`
+	// Tail is the last lines the client wrote to its stdout and stderr.
+	Tail []string `json:"tail,omitempty"`
 }
 
 // ExitFile is the name of the client's exit record in its state folder.
@@ -118,8 +123,9 @@ const clientStopGrace = 5 * time.Second
 
 // RunClient writes ops to the operations file in env's state folder, runs
 // argv (its placeholders filled in, see [ClientEnv.Expand]) with the
-// contract's environment added to this process's, its output
-// on out, until it exits or ctx ends (then SIGTERM, and SIGKILL after a
+// contract's environment added to this process's, its output on out (its
+// last lines also kept in the exit record), until it exits or ctx ends
+// (then SIGTERM, and SIGKILL after a
 // grace), and returns how it ended. An error is returned only when the
 // client could not be started at all; how a started client ends is its
 // own business, a finding for the verdict, not a failure of the harness.
@@ -142,7 +148,9 @@ func RunClient(ctx context.Context, argv []string, env ClientEnv, ops Operations
 	}
 	c := exec.Command(argv[0], env.Expand(argv[1:])...)
 	c.Env = append(os.Environ(), env.Environ()...)
-	c.Stdout, c.Stderr = out, out
+	said := newTail(tailLines)
+	c.Stdout = io.MultiWriter(out, said)
+	c.Stderr = c.Stdout
 	c.WaitDelay = time.Second
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.Start(); err != nil {
@@ -163,7 +171,10 @@ func RunClient(ctx context.Context, argv []string, env ClientEnv, ops Operations
 			err = <-done
 		}
 	}
-	exit.Code, exit.Status = 0, "exit status 0"
+	exit.Code, exit.Status, exit.Tail = 0, "exit status 0", said.Lines()
+	if !env.Clock.Base().IsZero() {
+		exit.TUS = env.Clock.Micros()
+	}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):

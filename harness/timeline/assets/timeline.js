@@ -495,7 +495,7 @@
       ['break', 'stream break', 'break'], ['reconnect', 'reconnect', 'reconnect'], ['resume', 'resume (Last-Event-ID)', 'resume'],
       ['session_new', 'new session', 'session_new'], ['session_lost', 'session dropped or lost', 'session_lost'],
       ['gap', 'gap surfaced', 'gap'], ['gap_range', 'events lost inside a surfaced gap', 'r'], ['silent', 'events lost silently', 'r'],
-      ['charge', 'charge (ledger)', 'charge'], ['charge s-dup', 'duplicate charge', 'charge'], ['result', 'result written and read', 'result'],
+      ['charge', 'charge (ledger)', 'charge'], ['charge s-original', 'original charge of an order charged again', 'charge'], ['charge s-dup', 'duplicate charge', 'charge'], ['result', 'result written and read', 'result'],
       ['result s-orphan', 'orphaned result (never read)', 'result'], ['result s-orphan_surfaced', 'unread result of an unknown outcome', 'result'],
       ['fork', 'session fork', 'r'], ['retry', 'retry', 'retry'], ['retry s-blind', 'blind retry after an unknown outcome', 'retry']];
     if (D.has_wire) rows.push(['wire_request', 'request on the wire', 'wire_request'], ['wire_response', 'HTTP error on the wire', 'wire_response'], ['wire_close', 'connection closed', 'wire_close']);

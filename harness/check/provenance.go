@@ -1,0 +1,125 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/chaosrun/chaosrun/faults"
+)
+
+// provenanceOf says what each figure of a verdict is, where it is not a
+// plain count of recorded facts (see [Provenance]): figures of the
+// server's side read from the wire (acc.wire), and figures of the client's
+// side read from a history derived from the client edge (!j.Own).
+func provenanceOf(in Input, j *Judged, acc *Accounts) map[string]Provenance {
+	p := provenance{}
+	if acc.wire != nil {
+		wireSide(p, acc)
+	}
+	if len(acc.NameForks) > 0 {
+		p.note("forks", UpperBound, fmt.Sprintf("%s counted among sessions known only by the client name given in initialize: two processes, or workers, may share a name",
+			count(len(acc.NameForks), "fork")))
+	}
+	if len(acc.PossibleRetries) > 0 {
+		p.note("blind_retries", LowerBound, fmt.Sprintf("%s more repeated operations that only their arguments name, which may have been new calls",
+			count(len(acc.PossibleRetries), "invoke")))
+	}
+	if !j.Own && j.derived != nil {
+		if why := connectRefusals(in.Faults); why != "" {
+			p.note("calls", LowerBound, "the client's calls are those whose request crossed the client edge, and "+why)
+		}
+		if j.derived.repeated > 0 {
+			p.note("calls", UpperBound, fmt.Sprintf("%s sent more than once with the same arguments and no operation key: each request counts as a call, and some may have been retries",
+				count(j.derived.repeated, "operation")))
+		}
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return p
+}
+
+// wireSide notes the figures of an account read from the wire's server
+// edge.
+func wireSide(p provenance, acc *Accounts) {
+	if acc.Charges > 0 {
+		p.note("charges", Derived, "invocations that reached the server and took effect by the wire's rule (answered, acknowledged, or received by a live process); the wire cannot see a side effect itself")
+	}
+	if uncertain := acc.Uncertain; uncertain > 0 {
+		why := fmt.Sprintf("%s more may have taken effect, which the wire cannot establish", count(uncertain, "invocation"))
+		p.note("charges", LowerBound, why)
+	}
+	if len(acc.Possible) > 0 || len(acc.Undistinguished) > 0 {
+		p.note("duplicates", LowerBound, fmt.Sprintf("%s may be charged more than once: invocations the wire cannot establish, or orders only their arguments tell apart",
+			count(len(acc.Possible)+len(acc.Undistinguished), "more order")))
+	}
+	received := false
+	var partial []string
+	for key, s := range acc.wire.sight {
+		if s.Partial == "" {
+			continue
+		}
+		partial = append(partial, s.Partial)
+		if s.BrokeUS > 0 && acc.receivedAfter(key, s.BrokeUS) {
+			received = true
+		}
+	}
+	d := acc.DerivedEvents
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"events_emitted", d.Emitted}, {"events_lost_silent", d.LostSilent}, {"events_lost_surfaced", d.LostSurfaced}, {"events_unread", d.Unread}} {
+		if f.n > 0 {
+			p.note(f.name, Derived, fmt.Sprintf("%s of them derived from event ids a resumed stream skipped", count(f.n, "event")))
+		}
+	}
+	if len(partial) > 0 {
+		why := firstAndMore(partial)
+		for _, name := range []string{"events_emitted", "events_lost_surfaced", "events_unread"} {
+			p.note(name, LowerBound, why)
+		}
+		if received {
+			p.note("events_lost_silent", LowerBound, why+"; the client received more of the stream afterwards")
+		}
+	}
+	for _, o := range acc.Orphaned {
+		if o.Derived != "" {
+			name := "orphaned_results"
+			if o.Surfaced {
+				name = "orphaned_surfaced"
+			}
+			p.note(name, Derived, "results a call that reached the server wrote into a stream nothing carried")
+		}
+	}
+}
+
+// firstAndMore renders the first reason and how many more there are.
+func firstAndMore(why []string) string {
+	if len(why) == 1 {
+		return why[0]
+	}
+	return fmt.Sprintf("%s (and %d streams more)", why[0], len(why)-1)
+}
+
+// connectRefusals says which faults may have refused the client's
+// connections before any byte crossed the client edge (a refusing
+// partition; the proxy stopped), or "" when none did.
+func connectRefusals(log []faults.Entry) string {
+	var why []string
+	for _, e := range log {
+		if e.Error != "" {
+			continue
+		}
+		mode, _ := e.Params["mode"].(string)
+		switch {
+		case e.Kind == faults.KindPartition && mode != "blackhole":
+			why = append(why, fmt.Sprintf("fault %d (partition, refuse) refused connections", e.Index))
+		case e.Target == "proxy" && (e.Kind == faults.KindCrash || e.Kind == faults.KindRestart || e.Kind == faults.KindPause):
+			why = append(why, fmt.Sprintf("fault %d (%s of the proxy) stopped it", e.Index, e.Kind))
+		}
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return strings.Join(why, ", ") + ": a call that failed to connect never crossed it"
+}

@@ -79,7 +79,7 @@ func Compare(run string, t Truth, v Verdict) []Disagreement {
 	fh := v.Results[AssumptionFaultHit]
 	switch {
 	case v.Verdict == "inconclusive" && t.FaultHit.Status == StatusHeld:
-		add(FalseInconclusive, AssumptionFaultHit, "the fault hit a call in flight: "+t.FaultHit.Why, claim+": "+fh.Summary)
+		add(FalseInconclusive, AssumptionFaultHit, "the fault hit: "+t.FaultHit.Why, claim+": "+fh.Summary)
 	case v.Verdict == "pass" && t.FaultHit.Status == StatusViolated:
 		add(FalseVerdict, AssumptionFaultHit, "no fault hit a call: "+t.FaultHit.Why, claim)
 	case fh.Status == StatusHeld && t.FaultHit.Status == StatusViolated:
@@ -120,7 +120,9 @@ func Compare(run string, t Truth, v Verdict) []Disagreement {
 		case f.Kind == FigureCannotTell:
 		case f.Kind == FigureLowerBound && f.Value > r.Hi:
 			add(FalseFigure, name, fmt.Sprintf("%s (%s)", r, r.Source), fmt.Sprintf("at least %d", f.Value))
-		case f.Kind != FigureLowerBound && !r.Contains(f.Value):
+		case f.Kind == FigureUpperBound && f.Value < r.Lo:
+			add(FalseFigure, name, fmt.Sprintf("%s (%s)", r, r.Source), fmt.Sprintf("at most %d", f.Value))
+		case f.Kind != FigureLowerBound && f.Kind != FigureUpperBound && !r.Contains(f.Value):
 			add(FalseFigure, name, fmt.Sprintf("%s (%s)", r, r.Source), fmt.Sprint(f.Value)+kindNote(f))
 		}
 	}
@@ -146,9 +148,9 @@ func exitDisagreements(run string, t Truth, v Verdict) []Disagreement {
 	return nil
 }
 
-// sumFigures adds the named figures of v; a lower bound among them makes
-// the sum one, a figure the checker cannot tell makes it so too. ok is
-// false when v has none of them.
+// sumFigures adds the named figures of v; a lower (upper) bound among them
+// makes the sum one, a figure the checker cannot tell, or bounds both ways,
+// make it one the checker cannot tell. ok is false when v has none of them.
 func sumFigures(v Verdict, names []string) (Figure, bool) {
 	var sum Figure
 	found := false
@@ -159,10 +161,11 @@ func sumFigures(v Verdict, names []string) (Figure, bool) {
 		}
 		found = true
 		switch {
-		case f.Kind == FigureCannotTell:
+		case f.Kind == FigureCannotTell,
+			f.Kind == FigureLowerBound && sum.Kind == FigureUpperBound, f.Kind == FigureUpperBound && sum.Kind == FigureLowerBound:
 			return Figure{Kind: FigureCannotTell}, true
-		case f.Kind == FigureLowerBound:
-			sum.Kind = FigureLowerBound
+		case f.Kind == FigureLowerBound, f.Kind == FigureUpperBound:
+			sum.Kind = f.Kind
 		case sum.Kind == "":
 			sum.Kind = f.Kind
 		}

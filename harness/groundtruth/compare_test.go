@@ -25,6 +25,16 @@ func TestParseVerdictReadsEitherShape(t *testing.T) {
 	require.NotNil(t, v.ClientExit)
 	assert.Equal(t, 1, *v.ClientExit)
 
+	apart, err := ParseVerdict([]byte(`{"verdict": "fail", "figures": {"calls": 1, "events_emitted": 5, "sessions": 2},
+		"provenance": {"calls": {"kind": "lower_bound", "why": "identical requests"}, "events_emitted": {"kind": "upper_bound"}},
+		"client_exit": {"code": 3, "status": "exit status 3", "t_us": 1200}}`))
+	require.NoError(t, err)
+	assert.Equal(t, Figure{Value: 1, Kind: FigureLowerBound}, apart.Figures["calls"])
+	assert.Equal(t, Figure{Value: 5, Kind: FigureUpperBound}, apart.Figures["events_emitted"])
+	assert.Equal(t, Figure{Value: 2}, apart.Figures["sessions"])
+	require.NotNil(t, apart.ClientExit)
+	assert.Equal(t, 3, *apart.ClientExit)
+
 	flat, err := ParseVerdict([]byte(`{"verdict": "pass", "figures": {"wall_ms": 3}, "client_exit_code": 2}`))
 	require.NoError(t, err)
 	require.NotNil(t, flat.ClientExit)
@@ -86,6 +96,9 @@ func TestCompare(t *testing.T) {
 			[]string{"false figure: calls", "false figure: events_received"}},
 		{"a lower bound above the truth", truthOf(hit, map[string]Range{"events_emitted": Exactly(6, "log")}, nil),
 			verdict("fail", nil, map[string]Figure{"events_emitted": {Value: 60, Kind: FigureLowerBound}}), []string{"false figure: events_emitted"}},
+		{"an upper bound below the truth", truthOf(hit, map[string]Range{"calls": Between(33, 36, "lines"), "forks": Exactly(0, "")}, nil),
+			verdict("fail", nil, map[string]Figure{"calls": {Value: 30, Kind: FigureUpperBound}, "forks": {Value: 2, Kind: FigureUpperBound}}),
+			[]string{"false figure: calls"}},
 		{"summed figures", truthOf(hit, map[string]Range{FigureCallsNotOK: Exactly(2, "")}, nil),
 			verdict("fail", nil, map[string]Figure{"calls_failed": {Value: 1}, "calls_unresolved": {Value: 1}}), nil},
 		{"workload error missed", Truth{WorkloadError: held("unknown tool"), FaultHit: hit},
@@ -111,6 +124,29 @@ func TestCompareClientExit(t *testing.T) {
 	assert.Empty(t, Compare("run", dead, Verdict{Verdict: "inconclusive", ClientExit: &one}))
 	assert.Len(t, Compare("run", dead, Verdict{Verdict: "inconclusive", ClientExit: &zero}), 1)
 	assert.Empty(t, Compare("run", Truth{ClientExit: &zero}, Verdict{Verdict: "pass"}), "an exit 0 needs no word")
+}
+
+func TestDeriveClientExit(t *testing.T) {
+	one, zero := 1, 0
+	server := ServerRecord{Program: "gosdk-http", ExecutionsKnown: true}
+	client := func(exit *int, exitUS, faultUS int64) ClientRecord {
+		return ClientRecord{Program: "gosdk-http", CallsMade: Exactly(0, ""), Exit: exit, ExitUS: exitUS, FaultUS: faultUS, Died: "Failed to connect"}
+	}
+	died := Derive(server, client(&one, 500, 100))
+	assert.Equal(t, StatusViolated, died.Invariants[ClientSurvived].Status)
+	assert.False(t, died.WorkloadError.Known())
+	assert.Equal(t, StatusViolated, died.FaultHit.Status, "it died of the server's answer, not of the fault: no call was hit")
+	of503 := client(&one, 500, 100)
+	of503.Died = "Failed to connect: sending \"initialize\": Service Unavailable"
+	assert.Equal(t, StatusHeld, Derive(server, of503).FaultHit.Status, "it died of the fault")
+	early := Derive(server, client(&one, 50, 100))
+	assert.Equal(t, StatusHeld, early.WorkloadError.Status, "an exit before any fault: the workload never ran")
+	noFault := Derive(server, client(&one, 50, -1))
+	assert.Equal(t, StatusHeld, noFault.WorkloadError.Status)
+	fine := Derive(server, client(&zero, 500, 100))
+	assert.Equal(t, StatusHeld, fine.Invariants[ClientSurvived].Status)
+	_, judged := Derive(server, ClientRecord{Program: "naive"}).Invariants[ClientSurvived]
+	assert.False(t, judged, "chaosrun's own clients keep no exit record")
 }
 
 func verdict(v string, statuses map[string]string, figures map[string]Figure) Verdict {

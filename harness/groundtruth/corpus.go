@@ -199,37 +199,67 @@ func clientRecord(dir string, x *spec.Experiment, calls map[string]plannedCall) 
 			rec.Calls[i].Idempotent = idempotentTool(calls, rec.Calls[i].Tool)
 		}
 	}
-	code, err := clientExit(dir)
+	exit, err := clientExit(dir)
 	if err != nil {
 		return rec, err
 	}
-	rec.Exit = &code
-	if code != 0 && rec.Died == "" {
+	rec.Exit, rec.ExitUS, rec.Stopped = exit.Code, exit.TUS, exit.Stopped
+	if *exit.Code != 0 && rec.Died == "" {
 		rec.Died = lastLine(lines)
+	}
+	if rec.FaultUS, err = firstInjection(dir); err != nil {
+		return rec, err
 	}
 	return rec, nil
 }
 
-// clientExit reads the exit code the runtime kept of a bring-your-own
-// client (client-exit.json, targets/byo).
-func clientExit(dir string) (int, error) {
-	var exit struct {
-		Code *int `json:"code"`
-	}
+// exitRecord is how the runtime kept a bring-your-own client's end
+// (client-exit.json, targets/byo).
+type exitRecord struct {
+	Code    *int  `json:"code"`
+	Stopped bool  `json:"stopped"`
+	TUS     int64 `json:"t_us"`
+}
+
+func clientExit(dir string) (exitRecord, error) {
+	var exit exitRecord
 	for _, p := range []string{filepath.Join(dir, "client-exit.json"), filepath.Join(dir, "state", "client", "client-exit.json")} {
 		b, err := os.ReadFile(p)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return 0, err
+			return exit, err
 		}
 		if err := json.Unmarshal(b, &exit); err != nil || exit.Code == nil {
-			return 0, fmt.Errorf("%s: no exit code", p)
+			return exit, fmt.Errorf("%s: no exit code", p)
 		}
-		return *exit.Code, nil
+		return exit, nil
 	}
-	return 0, errors.New("no client-exit.json: the client's exit was not kept")
+	return exit, errors.New("no client-exit.json: the client's exit was not kept")
+}
+
+// firstInjection is when the runner's fault log says the first fault was
+// injected, -1 when none was (an injection that failed is none).
+func firstInjection(dir string) (int64, error) {
+	type injection struct {
+		StartUS int64  `json:"start_us"`
+		Error   string `json:"error"`
+	}
+	log, err := readJSONL[injection](filepath.Join(dir, "faults.jsonl"))
+	if errors.Is(err, os.ErrNotExist) {
+		return -1, nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	first := int64(-1)
+	for _, f := range log {
+		if f.Error == "" && (first < 0 || f.StartUS < first) {
+			first = f.StartUS
+		}
+	}
+	return first, nil
 }
 
 // logLines reads an agent's log, one entry per line.

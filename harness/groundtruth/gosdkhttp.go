@@ -95,10 +95,9 @@ func gosdkHTTPClient(lines []string) ClientRecord {
 		case httpFailRE.MatchString(l):
 			m := httpFailRE.FindStringSubmatch(l)
 			c := Call{Client: "time-client", ID: m[1], Tool: "cityTime", Key: m[1], Outcome: OutcomeFailed, Attempts: 1, Evidence: ev}
-			if noAnswer(m[2]) {
+			c.ResultRead = !noAnswer(m[2])
+			if brokeInFlight(m[2]) {
 				c.Hit = ev + ": " + m[2]
-			} else {
-				c.ResultRead = true
 			}
 			rec.Calls = append(rec.Calls, c)
 		case httpResultRE.MatchString(l):
@@ -113,6 +112,21 @@ func gosdkHTTPClient(lines []string) ClientRecord {
 	rec.CallsMade = Exactly(int64(len(rec.Calls)), "its printed result or failure per city")
 	rec.Sessions = Exactly(connected, "its 'Connected to server' line")
 	return rec
+}
+
+// brokeInFlight reports whether a client's error for a call says a fault
+// broke it in flight (a reset or an end of its stream, a timeout, a 503 in
+// the answer's place), rather than that it never left the client (its
+// connection refused or reset as it was dialled) or that the server no
+// longer knew its session (a 404 after the server lost it: an answer to a
+// call made after the fault, not a call the fault caught).
+func brokeInFlight(err string) bool {
+	for _, s := range []string{"session not found", "404", "dial tcp", "connect:", "failed to connect"} {
+		if strings.Contains(err, s) {
+			return false
+		}
+	}
+	return noAnswer(err)
 }
 
 // noAnswer reports whether a client's error for a call says it got no

@@ -11,8 +11,8 @@ import (
 // The go-sdk's examples/client/loadtest: -workers clients, each connecting
 // once (all named "mcp-client") and calling -tool with -args on every tick
 // for -duration, each call given up after -timeout. With -v it prints a
-// SUCCESS line (the result) or a FAILURE line (the error) per call, and at
-// the end the counts. A call still in flight when the duration ends is
+// SUCCESS line (the result: an error result too) or a FAILURE line (the
+// error) per call, and at the end the counts. A call still in flight when the duration ends is
 // neither printed nor counted, so the calls it made are a range: those
 // printed, and up to one more per worker. A worker that cannot connect is
 // fatal to the whole program. It never sends a call twice and asks for no
@@ -64,18 +64,26 @@ func gosdkLoadtest(lines []string, argv []string, key string) ClientRecord {
 	done := false
 	for i, l := range lines {
 		ev := fmt.Sprintf("client log line %d", i+1)
-		if loadSuccessRE.MatchString(l) {
+		if m := loadSuccessRE.FindStringSubmatch(l); m != nil {
+			// It counts any answer a success, an error result
+			// ("isError": true) too: that call failed.
 			printed["success"]++
-			rec.Calls = append(rec.Calls, Call{Client: "mcp-client", Tool: f.tool, Key: opKey, Outcome: OutcomeOK, ResultRead: true, Attempts: 1, Evidence: ev})
+			var result struct {
+				IsError bool `json:"isError"`
+			}
+			c := Call{Client: "mcp-client", Tool: f.tool, Key: opKey, Outcome: OutcomeOK, ResultRead: true, Attempts: 1, Evidence: ev}
+			if json.Unmarshal([]byte(m[1]), &result) == nil && result.IsError {
+				c.Outcome = OutcomeFailed
+			}
+			rec.Calls = append(rec.Calls, c)
 			continue
 		}
 		if m := loadFailureRE.FindStringSubmatch(l); m != nil {
 			printed["failure"]++
 			c := Call{Client: "mcp-client", Tool: f.tool, Key: opKey, Outcome: OutcomeFailed, Attempts: 1, Evidence: ev}
-			if noAnswer(m[1]) {
+			c.ResultRead = !noAnswer(m[1])
+			if brokeInFlight(m[1]) {
 				c.Hit = ev + ": " + m[1]
-			} else {
-				c.ResultRead = true
 			}
 			rec.Calls = append(rec.Calls, c)
 			continue

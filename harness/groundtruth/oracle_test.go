@@ -66,6 +66,10 @@ func TestGosdkHTTPClient(t *testing.T) {
 2026/12/03 09:48:11   failed to load timezone: unknown time zone America/Los_Angeles
 2026/12/03 09:48:11   failed to load timezone: unknown time zone America/New_York
 2026/12/03 09:48:11 Client completed successfully`, 3, []string{OutcomeFailed, OutcomeFailed, OutcomeFailed}, []bool{true, true, true}, false, false},
+		{"refused as it dialled", `
+2026/12/03 09:18:43 Getting time for each city...
+2026/12/03 09:21:51 Failed to get time for nyc: calling "tools/call": rejected by transport: Post "http://127.0.0.1:36521": dial tcp 127.0.0.1:36521: connect: connection reset by peer`,
+			1, []string{OutcomeFailed}, []bool{false}, false, false},
 		{"dead at connect", `
 2026/12/03 09:23:39 Connecting to MCP server at http://127.0.0.1:45165
 2026/12/03 09:23:39 Failed to connect: calling "initialize": rejected by transport: sending "initialize": Service Unavailable`,
@@ -95,13 +99,18 @@ func TestGosdkLoadtest(t *testing.T) {
 	full := lines(`
 2026/12/03 09:23:45 SUCCESS: {"content":[{"type":"text","text":"The current time in New York City is 2026"}]}
 2026/12/03 09:23:45 FAILURE: calling "tools/call": context deadline exceeded
-2026/12/03 09:23:45 SUCCESS: {"content":[]}
+2026/12/03 09:23:45 SUCCESS: {"content":[{"type":"text","text":"failed to load timezone"}],"isError":true}
+2026/12/03 09:23:46 FAILURE: calling "tools/call": sending "tools/call": failed to connect (session ID: K7): session not found
 Results (in 3.032762935s):
 	success: 2 (13.8 QPS)
-	failure: 1 (0 QPS)`)
+	failure: 2 (0 QPS)`)
 	rec := gosdkLoadtest(full, argv, "city")
-	assert.Equal(t, Between(3, 6, ""), Range{Known: true, Lo: rec.CallsMade.Lo, Hi: rec.CallsMade.Hi}, "up to one unprinted call per worker")
-	require.Len(t, rec.Calls, 3)
+	assert.Equal(t, Between(4, 7, ""), Range{Known: true, Lo: rec.CallsMade.Lo, Hi: rec.CallsMade.Hi}, "up to one unprinted call per worker")
+	require.Len(t, rec.Calls, 4)
+	assert.Equal(t, OutcomeFailed, rec.Calls[2].Outcome, "an error result it counts a success")
+	assert.True(t, rec.Calls[2].ResultRead)
+	assert.Empty(t, rec.Calls[3].Hit, "a 404 after the server lost the session is no call the fault caught in flight")
+	assert.False(t, rec.Calls[3].ResultRead)
 	assert.Equal(t, "nyc", rec.Calls[0].Key)
 	assert.NotEmpty(t, rec.Calls[1].Hit)
 	assert.False(t, rec.Calls[1].ResultRead)

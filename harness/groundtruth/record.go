@@ -156,6 +156,13 @@ type ClientRecord struct {
 	// fatal line. Exit is its exit code as the runtime kept it.
 	Died string
 	Exit *int
+	// ExitUS is when it ended on the run's clock, and Stopped says the
+	// harness told it to stop (the run's deadline).
+	ExitUS  int64
+	Stopped bool
+	// FaultUS is when the first fault was injected, on the run's clock
+	// (the runner's fault log), -1 when none was.
+	FaultUS int64
 	// NoCalls says the client never calls a tool, whatever it is asked.
 	NoCalls bool
 	Limits  []string

@@ -111,7 +111,7 @@ func WriteTruths(w io.Writer, runs []Run) error {
 			f, _ := sumFigures(r.Verdict, p.checker)
 			fmt.Fprintf(&b, "- %s: %s (%s); verdict %d%s\n", p.truth, t.Figures[p.truth], t.Figures[p.truth].Source, f.Value, kindNote(f))
 		}
-		for _, id := range []string{NoDuplicateSideEffects, NoSilentEventLoss, NoSessionFork, NoOrphanedResults, OutcomesResolved} {
+		for _, id := range []string{NoDuplicateSideEffects, NoSilentEventLoss, NoSessionFork, NoOrphanedResults, OutcomesResolved, ClientSurvived} {
 			fmt.Fprintf(&b, "- %s: %s (%s); verdict %s\n", id, orNone(t.Invariants[id].Status), t.Invariants[id].Why, r.Verdict.Results[id].Status)
 		}
 		for _, l := range t.Limits {

@@ -122,7 +122,7 @@ func retryClient(dir string, lines []string, key func(tool string) string) (Clie
 				dropped[c.Client] = false
 			}
 		}
-		if errText != "" && errText != "the tool reported an error" && noAnswer(errText) && c.Hit == "" {
+		if errText != "" && errText != "the tool reported an error" && brokeInFlight(errText) && c.Hit == "" {
 			c.Hit = c.Evidence + ": " + errText
 		}
 		switch {

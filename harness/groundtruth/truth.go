@@ -59,6 +59,7 @@ const (
 	NoSessionFork          = "no_session_fork"
 	NoOrphanedResults      = "no_orphaned_results"
 	OutcomesResolved       = "outcomes_resolved"
+	ClientSurvived         = "client_survived"
 )
 
 // Derive joins a server's and a client's records into the truth of a run.
@@ -102,15 +103,39 @@ func Derive(s ServerRecord, c ClientRecord) Truth {
 	t.Invariants[NoOrphanedResults] = fromCount(t.Figures["orphaned_results"], "orphaned results")
 	t.Invariants[NoSilentEventLoss] = silentLoss(t.Figures[FigureEventsMissing], c)
 	t.Invariants[OutcomesResolved] = outcomes(s, c)
+	if c.Exit != nil {
+		t.Invariants[ClientSurvived] = survived(c)
+		if *c.Exit != 0 && !c.Stopped && (c.FaultUS < 0 || c.ExitUS < c.FaultUS) {
+			t.WorkloadError = held("the client exited %d before any fault was injected: %s", *c.Exit, c.Died)
+		}
+	}
 	return t
 }
 
+// survived judges client_survived: a client of the user's own that exited
+// 0 survived; one that exited with an error once a fault was injected did
+// not, whatever made it (the invariant asks how it ended, not why).
+func survived(c ClientRecord) Judgement {
+	switch {
+	case c.Stopped:
+		return unknown("the harness stopped it at the run's end")
+	case *c.Exit == 0:
+		return held("it exited 0")
+	case c.FaultUS >= 0 && c.ExitUS >= c.FaultUS:
+		return violated("it exited %d at %.3fs, after the first fault (%.3fs): %s", *c.Exit, float64(c.ExitUS)/1e6, float64(c.FaultUS)/1e6, c.Died)
+	}
+	return unknown("it exited %d before any fault", *c.Exit)
+}
+
 // faultHit is held when the client's own record shows a fault disturbing a
-// call in flight; violated when the client made no call, or when its record
+// call in flight, or the client died once a fault was injected; violated when the client made no call, or when its record
 // shows every stream break and none happened (chaosrun's clients record
 // every break; any client of a server that keeps no events sees a broken
 // call fail, since it cannot resume it).
 func faultHit(s ServerRecord, c ClientRecord) Judgement {
+	if c.Exit != nil && *c.Exit != 0 && !c.Stopped && c.FaultUS >= 0 && c.ExitUS >= c.FaultUS && diedOfFault(c.Died) {
+		return held("the client died of it (exit %d, once a fault was injected): %s", *c.Exit, c.Died)
+	}
 	for _, call := range c.Calls {
 		if call.Hit != "" {
 			return held("%s (call %s)", call.Hit, call.Key)
@@ -125,6 +150,19 @@ func faultHit(s ServerRecord, c ClientRecord) Judgement {
 		return violated("%s keeps no events to resume, so a broken call fails in the client's record, and none did", s.Program)
 	}
 	return unknown("no call failed in its record; its SDK may have resumed a break unseen")
+}
+
+// diedOfFault reports whether a client's fatal line blames what faults do
+// (a 503 in the server's place, a reset, an end of stream, a refused
+// connection, a timeout), rather than the server's answer (a protocol
+// version it refuses, say), which would have killed it without any fault.
+func diedOfFault(fatal string) bool {
+	for _, s := range []string{"Service Unavailable", "503", "reset", "EOF", "refused", "broken pipe", "deadline exceeded", "timeout"} {
+		if strings.Contains(fatal, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // workloadError is held when the server refused calls and ran none.

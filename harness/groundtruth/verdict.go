@@ -21,6 +21,7 @@ const (
 	StatusNotJudged  = "not_judged"
 
 	FigureLowerBound = "lower_bound"
+	FigureUpperBound = "upper_bound"
 	FigureCannotTell = "cannot_tell"
 )
 
@@ -87,6 +88,18 @@ func ParseVerdict(b []byte) (Verdict, error) {
 	if figs, ok := raw["figures"].(map[string]any); ok {
 		for name, x := range figs {
 			if f, ok := figureOf(x); ok {
+				v.Figures[name] = f
+			}
+		}
+	}
+	// A figure's provenance, where the verdict keeps it apart from the
+	// figures: {"provenance": {"events_emitted": {"kind": "lower_bound"}}}.
+	if prov, ok := raw["provenance"].(map[string]any); ok {
+		for name, x := range prov {
+			p, _ := x.(map[string]any)
+			kind, _ := p["kind"].(string)
+			if f, ok := v.Figures[name]; ok && kind != "" {
+				f.Kind = normalStatus(kind)
 				v.Figures[name] = f
 			}
 		}

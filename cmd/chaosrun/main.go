@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes, as documented in the README.
+// Exit codes, as the README documents them.
 const (
 	exitMet          = exitcode.Met
 	exitNotMet       = exitcode.NotMet

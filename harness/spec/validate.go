@@ -37,7 +37,7 @@ var (
 // MaxClients bounds workload.clients. Every client is a session with its own
 // connections through the proxy, so the bound is about file descriptors and
 // memory on one machine: 10,000 clients run on 2 cores and 24 GiB (see the
-// README's section on scale), and ten times that is still one machine's worth.
+// section on scale in docs/performance.md), and ten times that is still one machine's worth.
 const MaxClients = 100_000
 
 // defaultRetries is client.backoff.retries when the file leaves it out.

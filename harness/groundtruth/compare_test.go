@@ -58,6 +58,15 @@ func TestDanglingEvidence(t *testing.T) {
 	assert.Contains(t, got[0], "wire record 4")
 	assert.Contains(t, got[1], "ledger n=2")
 	assert.Contains(t, got[2], "history line 3")
+
+	structured, err := ParseVerdict([]byte(`{"verdict": "fail", "invariants": [{"id": "no_orphaned_results", "status": "violated",
+		"evidence": [{"text": "result written, never read", "refs": [{"file": "wire", "n": 3}, {"file": "wire", "n": 9, "derived": true}]},
+		             {"text": "history line 2: invoke", "refs": [{"file": "history", "n": 2}]}]}], "figures": {}}`))
+	require.NoError(t, err)
+	got, err = danglingEvidence(dir, structured)
+	require.NoError(t, err)
+	require.Len(t, got, 1, "the records an evidence line names apart from its text")
+	assert.Contains(t, got[0], "wire record 9")
 }
 
 // truthOf is a truth with the given figures and invariants, everything else

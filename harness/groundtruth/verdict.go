@@ -38,6 +38,17 @@ type Judged struct {
 	Status   string
 	Summary  string
 	Evidence []string
+	// Refs are the records the evidence cites, where the verdict names
+	// them apart from its text.
+	Refs []Ref
+}
+
+// Ref is a record a verdict's evidence cites: its file (wire, ledger,
+// history, faults, exit) and its number (a record's n, or a line).
+type Ref struct {
+	File string
+	N    int64
+	Text string // the evidence line that cites it
 }
 
 // Verdict is what the comparison reads of a verdict: read from its JSON
@@ -80,7 +91,9 @@ func ParseVerdict(b []byte) (Verdict, error) {
 			j := Judged{Status: normalStatus(fmt.Sprint(m["status"]))}
 			j.Summary, _ = m["summary"].(string)
 			for _, e := range asList(m["evidence"]) {
-				j.Evidence = append(j.Evidence, fmt.Sprint(e))
+				text, refs := evidenceOf(e)
+				j.Evidence = append(j.Evidence, text)
+				j.Refs = append(j.Refs, refs...)
 			}
 			v.Results[id] = j
 		}
@@ -106,6 +119,27 @@ func ParseVerdict(b []byte) (Verdict, error) {
 	}
 	v.ClientExit = findExitCode(raw, false)
 	return v, nil
+}
+
+// evidenceOf reads one evidence line: a plain string, or an object with its
+// text and the records it cites.
+func evidenceOf(e any) (string, []Ref) {
+	m, ok := e.(map[string]any)
+	if !ok {
+		return fmt.Sprint(e), nil
+	}
+	text, _ := m["text"].(string)
+	var refs []Ref
+	for _, x := range asList(m["refs"]) {
+		r, _ := x.(map[string]any)
+		file, _ := r["file"].(string)
+		n, _ := r["n"].(json.Number)
+		v, err := n.Int64()
+		if file != "" && err == nil {
+			refs = append(refs, Ref{File: file, N: v, Text: text})
+		}
+	}
+	return text, refs
 }
 
 // LoadVerdict reads an experiment folder's verdict.json.
@@ -227,7 +261,30 @@ func danglingEvidence(dir string, v Verdict) ([]string, error) {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	faultLines, err := countLines(filepath.Join(dir, "faults.jsonl"))
+	if err != nil {
+		return nil, err
+	}
 	for _, id := range ids {
+		for _, r := range v.Results[id].Refs {
+			var missing bool
+			switch r.File {
+			case "wire":
+				missing = !wireNs[r.N]
+			case "ledger":
+				missing = !ledgerNs[r.N]
+			case "history":
+				missing = r.N < 1 || r.N > historyLines
+			case "faults":
+				missing = r.N < 1 || r.N > faultLines
+			}
+			if missing {
+				out = append(out, fmt.Sprintf("%s cites %s record %d, which %s.jsonl does not hold: %q", id, r.File, r.N, r.File, r.Text))
+			}
+		}
+		if len(v.Results[id].Refs) > 0 {
+			continue // the records are named apart from the text
+		}
 		for _, e := range v.Results[id].Evidence {
 			for _, ref := range refs(wireRefRE, e) {
 				if !wireNs[ref] {

@@ -112,13 +112,17 @@ func plannedCalls(x *spec.Experiment) map[string]plannedCall {
 	return out
 }
 
-// toolKey returns a tool's key path in the workload.
+// toolKey returns the key path that names a tool's operations: the
+// workload's key:, or for charge its order_id (check.DefaultOps).
 func toolKey(calls map[string]plannedCall) func(tool string) string {
 	return func(tool string) string {
 		for _, c := range calls {
-			if c.tool == tool {
+			if c.tool == tool && c.keyPath != "" {
 				return c.keyPath
 			}
+		}
+		if tool == mcpwire.ToolCharge {
+			return "order_id"
 		}
 		return ""
 	}
@@ -166,10 +170,15 @@ func serverRecord(dir string, x *spec.Experiment, calls map[string]plannedCall) 
 }
 
 func clientRecord(dir string, x *spec.Experiment, calls map[string]plannedCall) (ClientRecord, error) {
+	keyPath := toolKey(calls)
 	if slices.Contains(ownClients, x.Client.Target) {
-		return ownClient(dir, x.Client.Target,
+		rec, err := ownClient(dir, x.Client.Target,
 			func(call string) string { return calls[call].key },
 			func(call string) bool { return calls[call].idempotent })
+		for i := range rec.Calls {
+			rec.Calls[i].Keyed = keyPath(rec.Calls[i].Tool) != ""
+		}
+		return rec, err
 	}
 	if x.Client.Target != targets.Command {
 		return ClientRecord{}, fmt.Errorf("client target %s has no oracle in the corpus", x.Client.Target)
@@ -184,11 +193,11 @@ func clientRecord(dir string, x *spec.Experiment, calls map[string]plannedCall) 
 	case "gosdk-http":
 		rec = gosdkHTTPClient(lines)
 	case "gosdk-loadtest":
-		rec = gosdkLoadtest(lines, x.Client.Command, toolKey(calls)(parseLoadtestFlags(x.Client.Command).tool))
+		rec = gosdkLoadtest(lines, x.Client.Command, keyPath(parseLoadtestFlags(x.Client.Command).tool))
 	case "mcpgo-simple-client":
 		rec = simpleClient(lines)
 	case "retry-client":
-		if rec, err = retryClient(dir, lines, toolKey(calls)); err != nil {
+		if rec, err = retryClient(dir, lines, keyPath); err != nil {
 			return rec, err
 		}
 	default:
@@ -198,6 +207,7 @@ func clientRecord(dir string, x *spec.Experiment, calls map[string]plannedCall) 
 		if !rec.Calls[i].Idempotent {
 			rec.Calls[i].Idempotent = idempotentTool(calls, rec.Calls[i].Tool)
 		}
+		rec.Calls[i].Keyed = keyPath(rec.Calls[i].Tool) != ""
 	}
 	exit, err := clientExit(dir)
 	if err != nil {

@@ -91,16 +91,24 @@ func mcpgoEverything(lines []string, key func(tool string) string, progress bool
 		}
 	}
 	rec.Sessions = Exactly(sessions, "afterInitialize lines in its log")
-	var emitted int64
+	// Its account is what its tools sent. mcp-go's streamable server may
+	// still drop the last notification of a call whose tool returns right
+	// after sending it (its forwarder and the result race; seen in the
+	// corpus, the result crossing the server edge and the notification
+	// never), so what left the server is that, less up to one per call.
+	var emitted, racy int64
 	known := true
 	for _, e := range rec.Executions {
 		if !e.EmittedKnown {
 			known = false
 		}
 		emitted += e.Emitted
+		if e.Emitted > 0 {
+			racy++
+		}
 	}
 	if known {
-		rec.Emitted = Exactly(emitted, "progress events of its completed calls (its hooks and its source)")
+		rec.Emitted = Between(emitted-racy, emitted, "progress events its completed calls sent (its hooks and its source), less up to one per call that mcp-go may drop as the result goes out")
 	} else {
 		rec.Emitted = Unknown("a call that did not complete sent an unknown part of its progress events")
 	}

@@ -151,6 +151,9 @@ func TestMcpgoEverything(t *testing.T) {
 	assert.Equal(t, "request error: tool 'longRunningOperaton' not found: tool not found", refused.Refused)
 	assert.False(t, refused.Executions[0].Committed)
 
+	done := mcpgoEverything(lines(before+"\n"+after), func(string) string { return "job" }, true)
+	assert.Equal(t, Between(3, 4, ""), Range{Known: true, Lo: done.Emitted.Lo, Hi: done.Emitted.Hi}, "the last event of a call may be dropped as its result goes out")
+
 	noToken := mcpgoEverything(lines(before+"\n"+after), func(string) string { return "job" }, false)
 	assert.Equal(t, Exactly(0, ""), Range{Known: true, Lo: noToken.Emitted.Lo, Hi: noToken.Emitted.Hi}, "no progress token, no events")
 }

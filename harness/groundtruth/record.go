@@ -70,8 +70,11 @@ type Call struct {
 	ID     string // the client's name for the call, when it has one
 	Tool   string
 	// Key is the value that names the operation (the workload's key path
-	// in its arguments), "" when the record does not show it.
-	Key string
+	// in its arguments), "" when the record does not show it. Keyed says
+	// the workload declares that path (key:, or charge's order_id): calls
+	// with one key value are then one operation, by the user's word.
+	Key   string
+	Keyed bool
 	// Idempotent comes from the experiment's workload (the user's word).
 	Idempotent bool
 	Outcome    string

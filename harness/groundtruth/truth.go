@@ -178,17 +178,35 @@ func workloadError(s ServerRecord, c ClientRecord) Judgement {
 	return held("the server refused the calls before running any: %s", s.Refused)
 }
 
-// duplicates counts executions beyond one of a non-idempotent logical call.
+// duplicates counts executions beyond one of a non-idempotent operation:
+// of each value of the key the workload declares (the user's word for what
+// one operation is), or without one, of each logical call.
 func duplicates(s ServerRecord, c ClientRecord) Range {
-	allIdempotent := len(c.Calls) > 0
+	allIdempotent, keyed := len(c.Calls) > 0, len(c.Calls) > 0
 	for _, call := range c.Calls {
 		allIdempotent = allIdempotent && call.Idempotent
+		keyed = keyed && call.Keyed && call.Key != ""
 	}
 	switch {
 	case c.NoCalls:
 		return Exactly(0, "no call was made")
 	case allIdempotent:
 		return Exactly(0, "every call is idempotent (the workload says so)")
+	case keyed && s.ExecutionsKnown && s.KeysShown:
+		perKey := map[string]int64{}
+		for _, e := range s.Executions {
+			if e.Committed {
+				perKey[e.Key]++
+			}
+		}
+		var n int64
+		for _, call := range c.Calls {
+			if !call.Idempotent && perKey[call.Key] > 1 {
+				n += perKey[call.Key] - 1
+				perKey[call.Key] = 1 // one operation, counted once
+			}
+		}
+		return Exactly(n, "committed executions per value of the key the workload declares, in the server's record")
 	case c.NeverResends:
 		return Exactly(0, "the client never sends a call twice (its source): each execution is a call of its own")
 	case !s.ExecutionsKnown || !s.KeysShown:

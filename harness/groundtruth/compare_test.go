@@ -147,7 +147,9 @@ func TestDeriveClientExit(t *testing.T) {
 	assert.Equal(t, StatusViolated, died.FaultHit.Status, "it died of the server's answer, not of the fault: no call was hit")
 	of503 := client(&one, 500, 100)
 	of503.Died = "Failed to connect: sending \"initialize\": Service Unavailable"
-	assert.Equal(t, StatusHeld, Derive(server, of503).FaultHit.Status, "it died of the fault")
+	assert.Equal(t, StatusViolated, Derive(server, of503).FaultHit.Status, "it died of the fault before it made a call: no call in flight was hit")
+	of503.Calls, of503.CallsMade = []Call{{Key: "nyc", Outcome: OutcomeOK, ResultRead: true, Attempts: 1}}, Between(1, 2, "")
+	assert.False(t, Derive(server, of503).FaultHit.Known(), "it died of the fault mid-run: a call may have been in flight")
 	early := Derive(server, client(&one, 50, 100))
 	assert.Equal(t, StatusHeld, early.WorkloadError.Status, "an exit before any fault: the workload never ran")
 	noFault := Derive(server, client(&one, 50, -1))

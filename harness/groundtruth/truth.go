@@ -128,20 +128,21 @@ func survived(c ClientRecord) Judgement {
 }
 
 // faultHit is held when the client's own record shows a fault disturbing a
-// call in flight, or the client died once a fault was injected; violated when the client made no call, or when its record
+// call in flight (a client the fault killed before it made a call was hit,
+// but no call in flight was); violated when the client made no call, or when its record
 // shows every stream break and none happened (chaosrun's clients record
 // every break; any client of a server that keeps no events sees a broken
 // call fail, since it cannot resume it).
 func faultHit(s ServerRecord, c ClientRecord) Judgement {
-	if c.Exit != nil && *c.Exit != 0 && !c.Stopped && c.FaultUS >= 0 && c.ExitUS >= c.FaultUS && diedOfFault(c.Died) {
-		return held("the client died of it (exit %d, once a fault was injected): %s", *c.Exit, c.Died)
-	}
 	for _, call := range c.Calls {
 		if call.Hit != "" {
 			return held("%s (call %s)", call.Hit, call.Key)
 		}
 	}
+	diedOfIt := c.Exit != nil && *c.Exit != 0 && !c.Stopped && c.FaultUS >= 0 && c.ExitUS >= c.FaultUS && diedOfFault(c.Died)
 	switch {
+	case diedOfIt && len(c.Calls) > 0:
+		return unknown("the client died of the fault mid-run (%s); whether a call was in flight then, its record does not say", c.Died)
 	case c.NoCalls || c.CallsMade.Exact() && c.CallsMade.Hi == 0:
 		return violated("the client made no call: no fault can have hit one")
 	case c.Program == "naive" || c.Program == "resumable" || c.Program == "go-sdk" || c.Program == "mcp-go":

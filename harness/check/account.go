@@ -230,6 +230,9 @@ type Orphan struct {
 	// Derived says what a result no wire record shows was derived from
 	// (see fromwire.go); "" for a recorded one.
 	Derived string
+	// Abandoned marks a result of a call its client cancelled
+	// (notifications/cancelled) and so never read, whatever reached it.
+	Abandoned bool
 }
 
 // Call is one logical call of one client, over all its attempts.
@@ -375,6 +378,7 @@ type accountant struct {
 type outcomeRef struct {
 	tus, eventID  int64
 	unknown, read bool
+	abandoned     bool // the client cancelled the call (result cancelled)
 }
 
 type streamState struct {
@@ -541,7 +545,8 @@ func (a *accountant) historyRecord(line int, h *history.Record) {
 		s.maxEventID = max(s.maxEventID, h.EventID)
 		s.lastUS = max(s.lastUS, h.TUS)
 	case history.KindOK, history.KindFail:
-		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID, read: h.Result == history.ResultRead})
+		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID, read: h.Result == history.ResultRead,
+			abandoned: h.Result == history.ResultCancelled})
 		if h.Kind == history.KindOK || h.EventID > 0 {
 			s := a.stream(key)
 			s.maxEventID = max(s.maxEventID, h.EventID)
@@ -793,7 +798,8 @@ func (a *accountant) orphans() []Orphan {
 		})
 		if !read {
 			surfaced := slices.ContainsFunc(a.outcomes[key], func(o outcomeRef) bool { return o.unknown })
-			out = append(out, Orphan{StreamKey: key, N: w.n, EventID: w.eventID, Surfaced: surfaced, Derived: w.derived})
+			abandoned := slices.ContainsFunc(a.outcomes[key], func(o outcomeRef) bool { return o.abandoned })
+			out = append(out, Orphan{StreamKey: key, N: w.n, EventID: w.eventID, Surfaced: surfaced, Derived: w.derived, Abandoned: abandoned})
 		}
 	}
 	slices.SortFunc(out, func(x, y Orphan) int {

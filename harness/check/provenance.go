@@ -77,9 +77,9 @@ func wireSide(p provenance, acc *Accounts) {
 		why := fmt.Sprintf("%s more may have taken effect, which the wire cannot establish", count(uncertain, "invocation"))
 		p.note("charges", LowerBound, why)
 	}
-	if len(acc.Possible) > 0 || len(acc.Undistinguished) > 0 {
-		p.note("duplicates", LowerBound, fmt.Sprintf("%s may be charged more than once: invocations the wire cannot establish, or orders only their arguments tell apart",
-			count(len(acc.Possible)+len(acc.Undistinguished), "more order")))
+	if acc.UncertainExtra > 0 || len(acc.Undistinguished) > 0 {
+		p.note("duplicates", LowerBound, fmt.Sprintf("up to %s more: invocations the wire cannot establish on orders invoked more than once, or orders only their arguments tell apart",
+			count(acc.UncertainExtra+acc.DuplicateChargesOf(acc.Undistinguished), "duplicate")))
 	}
 	received := false
 	var partial, withEvents []string

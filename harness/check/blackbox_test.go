@@ -161,3 +161,27 @@ func TestACallTheClientCancelledWasGivenUp(t *testing.T) {
 	assert.Equal(t, Violated, res.Status, "reported failed, yet the order ran to its end: %s", res.Summary)
 	assert.Equal(t, int64(1), v.Figures.OrphanedResults)
 }
+
+// A connection the client opened and the proxy cut before any request
+// crossed it (its server was down) is a request of the client's process
+// failing under the fault: a break of every client that has made a call.
+func TestAConnectionCutBeforeItsRequestIsABreak(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", false, result("1", false))
+	w.at(0.5).post("sA", toolsCall("2", "charge", `{"order_id":"o9"}`)).answer(200, "", false, result("2", false))
+	w.at(1).post("sA", toolsCall("3", "charge", `{"order_id":"o9"}`)).answer(200, "", false, result("3", false))
+	recs := mirrored(w.recs)
+	recs = append(recs, wire.Record{N: int64(len(recs) + 1), TUS: 1_300_000, Edge: wire.EdgeClient, Conn: 99, Kind: wire.KindOpen},
+		wire.Record{N: int64(len(recs) + 2), TUS: 1_300_100, Edge: wire.EdgeClient, Conn: 99, Kind: wire.KindClose, End: wire.EndRST, By: wire.SideServer,
+			Detail: "dial: connect: connection refused"})
+	w.at(2).post("sA", toolsCall("4", "charge", `{"order_id":"o9"}`)).answer(200, "", false, result("4", false))
+	for _, r := range mirrored(w.recs[len(w.recs)-2:]) {
+		r.N = int64(len(recs) + 1)
+		recs = append(recs, r)
+	}
+	in := Input{Wire: recs}
+	in.Faults = []faults.Entry{{Index: 0, Kind: faults.KindCrash, Target: "server", StartUS: 1_200_000, EndUS: 1_400_000}}
+	hit, _ := Judge(in).Result(FaultHit)
+	assert.True(t, hit.Held(), hit.Summary)
+	assert.Contains(t, hit.Evidence[0].Text, "stream_break reset")
+}

@@ -147,6 +147,8 @@ func connectRefusals(log []faults.Entry) string {
 		switch {
 		case e.Kind == faults.KindPartition && mode != "blackhole":
 			why = append(why, fmt.Sprintf("fault %d (partition, refuse) refused connections", e.Index))
+		case e.Kind == faults.KindReset || e.Kind == faults.KindLimitData:
+			why = append(why, fmt.Sprintf("fault %d (%s) cut connections, a request among them before it crossed whole", e.Index, e.Kind))
 		case e.Target == "proxy" && (e.Kind == faults.KindCrash || e.Kind == faults.KindRestart || e.Kind == faults.KindPause):
 			why = append(why, fmt.Sprintf("fault %d (%s of the proxy) stopped it", e.Index, e.Kind))
 		case (e.Target == "server" || strings.HasPrefix(e.Target, "server-")) && (e.Kind == faults.KindCrash || e.Kind == faults.KindRestart):
@@ -156,5 +158,5 @@ func connectRefusals(log []faults.Entry) string {
 	if len(why) == 0 {
 		return ""
 	}
-	return strings.Join(why, ", ") + ": a call that failed to connect never crossed it"
+	return strings.Join(why, ", ") + ": a call whose request never crossed whole is not seen"
 }

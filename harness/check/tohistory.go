@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -90,6 +91,8 @@ type derivedHistory struct {
 	// late counts the events delivered after their call's answer, which a
 	// client may drop.
 	late int
+	// used marks the connections a request crossed.
+	used map[int64]bool
 }
 
 // edgeCall is one attempt of a call as the client edge shows it.
@@ -111,7 +114,7 @@ func historyFromWire(recs []wire.Record, ops Ops) ([]history.Record, []int64) {
 func deriveHistory(recs []wire.Record, ops Ops) *derivedHistory {
 	d := &derivedHistory{ops: ops, edge: newEdgeReader(), callOf: map[StreamKey]*edgeCall{}, byOp: map[string]*edgeCall{},
 		lost: map[string]bool{}, streams: map[exchangeKey]string{}, requests: map[string]int{}, undistinguished: map[string]bool{},
-		tasks: map[string]*edgeCall{}, fetches: map[StreamKey]string{}}
+		tasks: map[string]*edgeCall{}, fetches: map[StreamKey]string{}, used: map[int64]bool{}}
 	var last wire.Record
 	recs = inExchangeOrder(recs)
 	for i := range recs {
@@ -144,6 +147,7 @@ func (d *derivedHistory) add(r *wire.Record, h history.Record) {
 }
 
 func (d *derivedHistory) request(r *wire.Record) {
+	d.used[r.Conn] = true
 	x := d.edge.request(r)
 	client := d.edge.client(x)
 	if x.resume != "" {
@@ -411,6 +415,25 @@ func (d *derivedHistory) closed(r *wire.Record) {
 	}
 	for _, k := range keys {
 		d.breakStream(r, k, reason, string(r.End)+" by the "+string(r.By))
+	}
+	if !d.used[r.Conn] && r.By == wire.SideServer && (r.End == wire.EndRST || r.End == wire.EndError) {
+		d.cutEmpty(r, reason)
+	}
+}
+
+// cutEmpty records a connection the client opened and the proxy's side
+// cut before any request crossed it (an upstream it could not dial, a
+// reset): the client's process saw a request of its fail, though which
+// logical client's the wire cannot say, so it is a break of every client
+// that has made a call, as a client's death is.
+func (d *derivedHistory) cutEmpty(r *wire.Record, reason string) {
+	clients := map[string]bool{}
+	for _, c := range d.byOp {
+		clients[c.client] = true
+	}
+	for _, client := range slices.Sorted(maps.Keys(clients)) {
+		d.add(r, history.Record{Kind: history.KindStreamBreak, Client: client, Reason: reason,
+			Detail: "a connection of the client's process was cut before any request crossed it: " + cmp.Or(r.Detail, string(r.End)+" by the "+string(r.By))})
 	}
 }
 

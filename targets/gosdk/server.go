@@ -30,8 +30,8 @@ const SDKVersion = "v1.8.0"
 // progress notification as the SDK stores it.
 const BytesPerEvent = 128
 
-// terminateUnsupported is why /control/terminate answers 501.
-const terminateUnsupported = "go-sdk has no session-terminating close event: its only close event " +
+// TerminateUnsupported is why /control/terminate answers 501.
+const TerminateUnsupported = "go-sdk has no session-terminating close event: its only close event " +
 	"(RequestExtra.CloseSSEStream, SEP-1699) is available to a running tool handler and asks the client to reconnect"
 
 // ServerConfig configures [NewServer].
@@ -110,7 +110,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	mux.Handle("/mcp", sdkserver.Front(h, s.host))
 	sdkserver.MountControl(mux, sdkserver.Control{
 		Target: Target, Version: SDKVersion, Host: s.host,
-		Expire: s.expire, TerminateUnsupported: terminateUnsupported,
+		Expire: s.expire, TerminateUnsupported: TerminateUnsupported,
 	})
 	s.handler = mux
 	return s, nil

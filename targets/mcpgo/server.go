@@ -27,8 +27,8 @@ const Target = targets.MCPGo
 // SDKVersion is the pinned version of github.com/mark3labs/mcp-go.
 const SDKVersion = "v1.2.1"
 
-// terminateUnsupported is why /control/terminate answers 501.
-const terminateUnsupported = "mcp-go sends no close event: its streamable HTTP server has no way to tell a client " +
+// TerminateUnsupported is why /control/terminate answers 501.
+const TerminateUnsupported = "mcp-go sends no close event: its streamable HTTP server has no way to tell a client " +
 	"that a session or stream is ending other than closing the connection"
 
 // shutdownTimeout bounds Close.
@@ -137,7 +137,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	mux.Handle("/mcp", sdkserver.Front(s.http, s.host))
 	sdkserver.MountControl(mux, sdkserver.Control{
 		Target: Target, Version: SDKVersion, Host: s.host,
-		Expire: s.expire, TerminateUnsupported: terminateUnsupported,
+		Expire: s.expire, TerminateUnsupported: TerminateUnsupported,
 	})
 	s.handler = mux
 	return s, nil

@@ -39,20 +39,12 @@ func WriteLedger(w io.Writer, recs []Record) error {
 // crash's, or the zeros a killed store keeps past its records) is dropped,
 // and any other malformed or invalid line is an error naming its number.
 func ReadLedger(r io.Reader) ([]Record, error) {
-	var out []Record
-	err := jsonl.Each(r, maxLine, func(_ int, b []byte) error {
-		rec, err := parseLine(b)
-		if err != nil {
-			return err
-		}
-		out = append(out, rec)
-		return nil
-	})
+	recs, err := jsonl.Read(r, maxLine, parseLine)
 	if err != nil {
 		return nil, fmt.Errorf("ledger %w", err)
 	}
-	slices.SortStableFunc(out, func(a, b Record) int { return cmp.Compare(a.N, b.N) })
-	return out, nil
+	slices.SortStableFunc(recs, func(a, b Record) int { return cmp.Compare(a.N, b.N) })
+	return recs, nil
 }
 
 func parseLine(b []byte) (Record, error) {
@@ -67,18 +59,7 @@ func parseLine(b []byte) (Record, error) {
 }
 
 // LoadLedger reads a ledger.jsonl file; see [ReadLedger].
-func LoadLedger(path string) ([]Record, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
-	}
-	defer f.Close()
-	recs, err := ReadLedger(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return recs, nil
-}
+func LoadLedger(path string) ([]Record, error) { return jsonl.Load(path, ReadLedger) }
 
 // SaveLedger writes recs to path as ledger.jsonl.
 func SaveLedger(path string, recs []Record) error {

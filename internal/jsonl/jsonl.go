@@ -88,6 +88,38 @@ func Each(r io.Reader, maxLine int, parse func(line int, b []byte) error) error 
 	}
 }
 
+// Read returns the records of r, each record line turned into one by
+// parse, under the rule (see [Reader.Next]).
+func Read[T any](r io.Reader, maxLine int, parse func(b []byte) (T, error)) ([]T, error) {
+	var out []T
+	err := Each(r, maxLine, func(_ int, b []byte) error {
+		v, err := parse(b)
+		if err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Load reads the file at path with read; an error names the file.
+func Load[T any](path string, read func(io.Reader) ([]T, error)) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	recs, err := read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return recs, nil
+}
+
 // Torn reports whether b, the last line of a file with no newline after
 // it, is what a writer killed in the middle of a write leaves: not a whole
 // JSON value.

@@ -196,3 +196,19 @@ func byTheRule(in []byte, maxLine int) (lines []int, errLine int) {
 	return lines, 0
 }
 
+func TestReadAndLoad(t *testing.T) {
+	parse := func(b []byte) (m map[string]any, err error) { return m, json.Unmarshal(b, &m) }
+	read := func(r io.Reader) ([]map[string]any, error) { return Read(r, 1<<10, parse) }
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.jsonl"), filepath.Join(dir, "bad.jsonl")
+	require.NoError(t, os.WriteFile(good, []byte("{\"a\":1}\n{\"a\":2}\n{\"a"), 0o644))
+	require.NoError(t, os.WriteFile(bad, []byte("{\"a\":1}\n{oops\n"), 0o644))
+
+	recs, err := Load(good, read)
+	require.NoError(t, err)
+	assert.Equal(t, []map[string]any{{"a": 1.0}, {"a": 2.0}}, recs)
+	_, err = Load(bad, read)
+	assert.ErrorContains(t, err, bad+": line 2: ")
+	_, err = Load(filepath.Join(dir, "missing.jsonl"), read)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}

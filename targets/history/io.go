@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 
 	"github.com/chaosrun/chaosrun/internal/jsonl"
@@ -73,31 +72,15 @@ const maxLine = 16 << 20
 // blank lines are skipped, a torn last line (a crash's) is dropped, and any
 // other malformed line is an error naming its number.
 func Read(r io.Reader) ([]Record, error) {
-	var out []Record
-	err := jsonl.Each(r, maxLine, func(_ int, b []byte) error {
-		var rec Record
-		if err := json.Unmarshal(b, &rec); err != nil {
-			return err
-		}
-		out = append(out, rec)
-		return nil
+	recs, err := jsonl.Read(r, maxLine, func(b []byte) (rec Record, err error) {
+		err = json.Unmarshal(b, &rec)
+		return rec, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("history %w", err)
 	}
-	return out, nil
+	return recs, nil
 }
 
 // Load reads a history file.
-func Load(path string) ([]Record, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	defer f.Close()
-	recs, err := Read(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return recs, nil
-}
+func Load(path string) ([]Record, error) { return jsonl.Load(path, Read) }

@@ -172,16 +172,10 @@ func openTaskStore(path string) (*taskStore, error) {
 // the rule of package internal/jsonl: a torn last line is dropped, any
 // other line that does not parse is an error naming it.
 func readTasks(r io.Reader) ([]*task, error) {
-	var out []*task
-	err := jsonl.Each(r, mcpwire.MaxEventBytes, func(_ int, b []byte) error {
-		var t task
-		if err := json.Unmarshal(b, &t); err != nil {
-			return err
-		}
-		out = append(out, &t)
-		return nil
+	return jsonl.Read(r, mcpwire.MaxEventBytes, func(b []byte) (*task, error) {
+		t := &task{}
+		return t, json.Unmarshal(b, t)
 	})
-	return out, err
 }
 
 // write journals t (the file and shared stores); the caller holds mu or

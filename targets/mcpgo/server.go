@@ -3,7 +3,6 @@ package mcpgo
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -84,9 +83,6 @@ type requestIDKey struct{}
 
 // NewServer builds the server; it serves once [Server.Handler] is mounted.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	if cfg.RetentionEvents < 0 || cfg.SessionTTL < 0 || cfg.DefaultChargeDuration < 0 {
-		return nil, errors.New("mcp-go server: retention, session TTL and charge duration must not be negative")
-	}
 	tasks := false
 	switch cfg.Tasks {
 	case "", "off":
@@ -95,17 +91,15 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("mcp-go server: tasks must be off or legacy, got %q", cfg.Tasks)
 	}
-	if cfg.Source == "" {
-		cfg.Source = Target
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	s := &Server{host: sdkserver.NewHost(sdkserver.Config{
-		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: log,
+	host, err := sdkserver.NewHostFor(Target, cfg.RetentionEvents, cfg.SessionTTL, sdkserver.Config{
+		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: cfg.Logger,
 		DefaultChargeDuration: cfg.DefaultChargeDuration,
-	})}
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{host: host}
+	log := host.Logger()
 	sopts := []server.ServerOption{server.WithHooks(s.hooks(tasks)), server.WithToolCapabilities(false)}
 	if tasks {
 		sopts = append(sopts, server.WithTaskCapabilities(true, true, true), server.WithTaskHooks(s.taskHooks()))

@@ -728,7 +728,7 @@ func (a *accountant) sessionList() []SessionSpan {
 		s.LostUS = a.lostAt[id]
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(x, y SessionSpan) int { return cmp.Compare(x.Opened, y.Opened) })
+	slices.SortFunc(out, func(x, y SessionSpan) int { return cmp.Or(cmp.Compare(x.Opened, y.Opened), cmp.Compare(x.ID, y.ID)) })
 	return out
 }
 
@@ -759,7 +759,9 @@ func forks(sessions []SessionSpan) []Fork {
 			}
 		}
 	}
-	slices.SortFunc(out, func(x, y Fork) int { return cmp.Compare(x.New.Opened, y.New.Opened) })
+	slices.SortFunc(out, func(x, y Fork) int {
+		return cmp.Or(cmp.Compare(x.New.Opened, y.New.Opened), cmp.Compare(x.New.ID, y.New.ID), cmp.Compare(x.Live.ID, y.Live.ID))
+	})
 	return out
 }
 
@@ -794,7 +796,9 @@ func (a *accountant) orphans() []Orphan {
 			out = append(out, Orphan{StreamKey: key, N: w.n, EventID: w.eventID, Surfaced: surfaced, Derived: w.derived})
 		}
 	}
-	slices.SortFunc(out, func(x, y Orphan) int { return cmp.Compare(x.N, y.N) })
+	slices.SortFunc(out, func(x, y Orphan) int {
+		return cmp.Or(cmp.Compare(x.N, y.N), cmp.Compare(x.Session, y.Session), cmp.Compare(x.RequestID, y.RequestID))
+	})
 	return out
 }
 

@@ -76,20 +76,16 @@ func noSilentLoss(acc *Accounts) Result {
 		if s.LostSilent == 0 {
 			continue
 		}
-		ns := make([]int64, len(s.Silent))
-		for i, l := range s.Silent {
-			ns[i] = l.N
-		}
 		ev.add("%s: %d of %d events of %s lost silently (seq %d..%d); the client received past them at %s",
-			acc.refs(ns), s.LostSilent, s.Emitted, streamName(s.StreamKey),
+			acc.eventRefs(s.Silent), s.LostSilent, s.Emitted, streamName(s.StreamKey),
 			s.Silent[0].Seq, s.Silent[len(s.Silent)-1].Seq, acc.lines.many(s.Later))
 	}
 	if e.LostSilent > 0 {
 		return ev.result(NoSilentEventLoss, false, summary)
 	}
 	if unseen := acc.unseenLoss(); len(unseen) > 0 {
-		for _, why := range unseen {
-			ev.add("%s", why)
+		for _, u := range unseen {
+			ev.add("%s: %s", u.at, u.why)
 		}
 		return ev.cannotTell(NoSilentEventLoss, fmt.Sprintf("%s; %s broke, and the client received more of it afterwards, with no gap surfaced and no event ids that prove what the server emitted meanwhile",
 			summary, count(len(unseen), "stream")))
@@ -106,20 +102,26 @@ func noSilentLoss(acc *Accounts) Result {
 // events may have been lost silently out of its sight: the stream broke,
 // the edge may not have carried what the server emitted meanwhile, and the
 // client received more of it afterwards with no gap surfaced.
-func (acc *Accounts) unseenLoss() []string {
+func (acc *Accounts) unseenLoss() []unseenStream {
 	if acc.wire == nil {
 		return nil
 	}
-	var out []string
+	var out []unseenStream
 	for _, s := range acc.Streams {
 		sight := acc.wire.sight[s.StreamKey]
 		if sight == nil || sight.Partial == "" || sight.BrokeUS == 0 || !acc.receivedAfter(s.StreamKey, sight.BrokeUS) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s", acc.ref(sight.BrokeN), sight.Partial))
+		out = append(out, unseenStream{at: acc.ref(sight.BrokeN), why: sight.Partial})
 	}
-	slices.Sort(out)
 	return out
+}
+
+// unseenStream is a stream whose events the wire may not have seen: the
+// record where it stopped being carried, and why that hides events.
+type unseenStream struct {
+	at  citation
+	why string
 }
 
 // noFork: no logical client held two live sessions at once. Who held a
@@ -155,7 +157,10 @@ func noFork(acc *Accounts) Result {
 
 // noOrphans: every result written was read by some client outcome, or
 // belongs to a call its client surfaced as an unknown outcome; a result the
-// server dropped (its session gone) counts as one nobody read.
+// server dropped (its session gone) counts as one nobody read. Of a client
+// judged from the wire, it cannot be told: the wire sees a result
+// delivered, not read (the client may have given the call up first), and
+// not whether the client surfaced one that never came.
 func noOrphans(acc *Accounts) Result {
 	var ev evidence
 	silent, surfaced := 0, 0
@@ -170,7 +175,7 @@ func noOrphans(acc *Accounts) Result {
 			continue
 		}
 		if o.Derived != "" {
-			ev.add("result of %s, %s, never read", streamName(o.StreamKey), o.Derived)
+			ev.add("%s: result of %s never read (%s)", acc.derivedRef(o.N), streamName(o.StreamKey), o.Derived)
 			continue
 		}
 		ev.add("%s: result of %s (event id %d) written, never read", acc.ref(o.N), streamName(o.StreamKey), o.EventID)
@@ -184,6 +189,9 @@ func noOrphans(acc *Accounts) Result {
 		results = fmt.Sprintf("%s (%d written, %d dropped by the server)", count(acc.Results+d, "result"), acc.Results, d)
 	}
 	switch {
+	case !acc.Own && acc.Results+acc.dropped() > 0:
+		return ev.cannotTell(NoOrphanedResults, fmt.Sprintf("%s; %d never reached the client edge%s. Of a client judged from the wire, whether it read a result delivered to it (it may have given the call up first) or surfaced one that never came, the wire cannot see",
+			results, silent, note))
 	case silent > 0:
 		return ev.result(NoOrphanedResults, false, fmt.Sprintf("%d of %s never read%s", silent, results, note))
 	case acc.Results == 0 && acc.dropped() == 0:
@@ -196,13 +204,19 @@ func noOrphans(acc *Accounts) Result {
 
 // outcomesResolved: every call ended ok, fail or unknown, no fail was
 // reported for a committed side effect, and no non-idempotent call was
-// retried blindly.
+// retried blindly. Of a client judged from the wire (no history of its
+// own) it cannot be told unless violated: what the client concluded of a
+// call, the wire cannot see (an answer delivered may have come after it
+// gave the call up), and only what it did next, a second invocation, is
+// judged.
 func outcomesResolved(acc *Accounts) Result {
 	var ev evidence
 	counts := map[history.Kind]int{}
+	unresolved := 0
 	for _, c := range acc.Calls {
 		counts[c.Outcome]++
-		if !c.Resolved() {
+		if !c.Resolved() && acc.Own {
+			unresolved++
 			ev.add("%s: call %s of %s (order %s) invoked, never resolved after it", acc.lines.many(c.Last), c.ID, c.Client, c.OrderID)
 		}
 	}
@@ -219,20 +233,6 @@ func outcomesResolved(acc *Accounts) Result {
 		ev.add("%s, %s: %s invoked non-idempotent order %s again, although the earlier attempt had reached the server and its outcome was never read",
 			acc.lines.many(b.Prior, b.Invoke), acc.ref(b.Started), b.Client, b.OrderID)
 	}
-	unresolved := counts[""]
-	if unresolved == 0 && len(acc.BlindRetries) == 0 && len(acc.FalseFails) == 0 {
-		tally := fmt.Sprintf("%s: %d ok, %d failed, %d unknown", count(len(acc.Calls), "call"),
-			counts[history.KindOK], counts[history.KindFail], counts[history.KindUnknown])
-		if len(acc.PossibleRetries) > 0 {
-			for _, b := range acc.PossibleRetries {
-				ev.add("%s: %s invoked %s again with the same arguments after an attempt whose outcome it never read",
-					acc.lines.many(cmp.Or(b.Unknown, b.Prior), b.Invoke), b.Client, b.OrderID)
-			}
-			return ev.cannotTell(OutcomesResolved, fmt.Sprintf("%s; %s repeated an operation that only its arguments name: a blind retry, or a call of its own",
-				tally, count(len(acc.PossibleRetries), "invoke")))
-		}
-		return ev.result(OutcomesResolved, true, tally+"; no blind retry")
-	}
 	var problems []string
 	if unresolved > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %s never resolved", unresolved, count(len(acc.Calls), "call")))
@@ -243,8 +243,35 @@ func outcomesResolved(acc *Accounts) Result {
 	if n := len(acc.FalseFails); n > 0 {
 		problems = append(problems, count(n, "failure", "failures")+" reported for committed side effects")
 	}
-	summary := strings.Join(problems, "; ")
-	return ev.result(OutcomesResolved, false, summary)
+	if len(problems) > 0 {
+		return ev.result(OutcomesResolved, false, strings.Join(problems, "; "))
+	}
+	tally := fmt.Sprintf("%s: %d ok, %d failed, %d unknown", count(len(acc.Calls), "call"),
+		counts[history.KindOK], counts[history.KindFail], counts[history.KindUnknown])
+	var unseen []string
+	if !acc.Own && len(acc.Calls) > 0 {
+		unseen = append(unseen, "how a client judged from the wire concluded its calls, the wire cannot see: an answer delivered may have come after it gave the call up, and one that never came it may have failed or surfaced unknown")
+	}
+	if n := counts[""]; n > 0 {
+		for _, c := range acc.Calls {
+			if !c.Resolved() {
+				ev.add("%s: call %s of %s (order %s): no answer crossed the client edge", acc.lines.many(c.Last), c.ID, c.Client, c.OrderID)
+			}
+		}
+		unseen = append(unseen, fmt.Sprintf("%s got no answer across the client edge, and what the client concluded of them the wire cannot see", count(n, "call")))
+	}
+	if len(acc.PossibleRetries) > 0 {
+		for _, b := range acc.PossibleRetries {
+			ev.add("%s: %s invoked %s again with the same arguments after an attempt whose outcome it never read",
+				acc.lines.many(cmp.Or(b.Unknown, b.Prior), b.Invoke), b.Client, b.OrderID)
+		}
+		unseen = append(unseen, fmt.Sprintf("%s repeated an operation that only its arguments name: a blind retry, or a call of its own",
+			count(len(acc.PossibleRetries), "invoke")))
+	}
+	if len(unseen) > 0 {
+		return ev.cannotTell(OutcomesResolved, tally+"; "+strings.Join(unseen, "; "))
+	}
+	return ev.result(OutcomesResolved, true, tally+"; no blind retry")
 }
 
 func streamName(k StreamKey) string {
@@ -254,11 +281,21 @@ func streamName(k StreamKey) string {
 	return fmt.Sprintf("request %s in session %s", k.RequestID, k.Session)
 }
 
-// refs renders record numbers of the account's ledger: "ledger n=1, n=2
+// refs cites record numbers of the account's ledger: "ledger n=1, n=2
 // (+3 more)", or for a ledger derived from the wire "wire records 1, 2".
-func (acc *Accounts) refs(ns []int64) string {
+// Every number is cited, the ones past refsShown too.
+func (acc *Accounts) refs(ns []int64) citation {
 	parts := make([]string, 0, refsShown)
-	for _, n := range ns[:min(len(ns), refsShown)] {
+	file := RefLedger
+	if acc.Source == SourceWire {
+		file = RefWire
+	}
+	c := citation{}
+	for i, n := range ns {
+		c.refs = append(c.refs, Ref{File: file, N: n})
+		if i >= refsShown {
+			continue
+		}
 		if acc.Source == SourceWire {
 			parts = append(parts, fmt.Sprint(n))
 		} else {
@@ -266,17 +303,47 @@ func (acc *Accounts) refs(ns []int64) string {
 		}
 	}
 	if acc.Source != SourceWire {
-		return "ledger " + strings.Join(parts, ", ") + more(len(ns))
+		c.text = "ledger " + strings.Join(parts, ", ") + more(len(ns))
+		return c
 	}
 	word := "record"
 	if len(ns) > 1 {
 		word = "records"
 	}
-	return "wire " + word + " " + strings.Join(parts, ", ") + more(len(ns))
+	c.text = "wire " + word + " " + strings.Join(parts, ", ") + more(len(ns))
+	return c
 }
 
-// ref renders one record number of the account's ledger.
-func (acc *Accounts) ref(n int64) string { return acc.refs([]int64{n}) }
+// derivedRef cites the wire record a fact was derived from: "derived from
+// wire record 12".
+func (acc *Accounts) derivedRef(n int64) citation {
+	return citation{text: fmt.Sprintf("derived from wire record %d", n), refs: []Ref{{File: RefWire, N: n, Derived: true}}}
+}
+
+// eventRefs cites the records of emitted events; those derived from event
+// ids cite the record they were derived from, and the text says how many.
+func (acc *Accounts) eventRefs(events []EmittedEvent) citation {
+	ns := make([]int64, len(events))
+	derived := 0
+	for i, e := range events {
+		ns[i] = e.N
+		if e.Derived {
+			derived++
+		}
+	}
+	c := acc.refs(ns)
+	if derived == 0 {
+		return c
+	}
+	for i, e := range events {
+		c.refs[i].Derived = e.Derived
+	}
+	c.text += fmt.Sprintf(" (%d of them derived from event ids a resume skipped, citing the record that resumed)", derived)
+	return c
+}
+
+// ref cites one record number of the account's ledger.
+func (acc *Accounts) ref(n int64) citation { return acc.refs([]int64{n}) }
 
 // historyLines names history lines in evidence. Nil is history.jsonl:
 // "history line 4", "history lines 4, 9". For a history derived from the
@@ -284,13 +351,17 @@ func (acc *Accounts) ref(n int64) string { return acc.refs([]int64{n}) }
 // names those: "wire records 12, 30".
 type historyLines []int64
 
-func (h historyLines) many(lines ...int) string {
+func (h historyLines) many(lines ...int) citation {
 	parts := make([]string, 0, refsShown)
-	for _, l := range lines[:min(len(lines), refsShown)] {
+	c := citation{}
+	for i, l := range lines {
+		r := Ref{File: RefHistory, N: int64(l)}
 		if h != nil && l >= 1 && l <= len(h) {
-			parts = append(parts, fmt.Sprint(h[l-1]))
-		} else {
-			parts = append(parts, fmt.Sprint(l))
+			r = Ref{File: RefWire, N: h[l-1]}
+		}
+		c.refs = append(c.refs, r)
+		if i < refsShown {
+			parts = append(parts, fmt.Sprint(r.N))
 		}
 	}
 	file, word := "history", "line"
@@ -300,7 +371,8 @@ func (h historyLines) many(lines ...int) string {
 	if len(lines) > 1 {
 		word += "s"
 	}
-	return file + " " + word + " " + strings.Join(parts, ", ") + more(len(lines))
+	c.text = file + " " + word + " " + strings.Join(parts, ", ") + more(len(lines))
+	return c
 }
 
 // count renders n with its noun: "1 charge", "2 charges". many is the

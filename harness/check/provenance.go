@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/chaosrun/chaosrun/faults"
@@ -32,11 +33,31 @@ func provenanceOf(in Input, j *Judged, acc *Accounts) map[string]Provenance {
 			p.note("calls", UpperBound, fmt.Sprintf("%s sent more than once with the same arguments and no operation key: each request counts as a call, and some may have been retries",
 				count(j.derived.repeated, "operation")))
 		}
+		if j.derived.merged > 0 {
+			p.note("calls", LowerBound, fmt.Sprintf("%s named by its key was requested more than once: it counts as one call, and some requests may have been calls of their own",
+				count(j.derived.merged, "operation")))
+		}
+		clientSide(p, acc, j.derived)
 	}
 	if len(p) == 0 {
 		return nil
 	}
 	return p
+}
+
+// clientSide notes the figures of a history derived from the client edge:
+// the wire sees what was delivered to the client, not what the client
+// made of it.
+func clientSide(p provenance, acc *Accounts, d *derivedHistory) {
+	why := "a client judged from the wire ends a call when its answer crosses the client edge, though it may have given the call up before, or failed one whose answer never came"
+	p.note("calls_ok", UpperBound, why)
+	p.note("calls_failed", LowerBound, why)
+	for _, name := range []string{"calls_unknown", "calls_unresolved"} {
+		p.note(name, Unknown, "what a client judged from the wire concluded of a call whose answer never came, the wire cannot see")
+	}
+	if d.late > 0 {
+		p.note("events_received", UpperBound, fmt.Sprintf("%s delivered after its call's answer, which a client may drop", count(d.late, "event was", "events were")))
+	}
 }
 
 // wireSide notes the figures of an account read from the wire's server
@@ -54,16 +75,21 @@ func wireSide(p provenance, acc *Accounts) {
 			count(len(acc.Possible)+len(acc.Undistinguished), "more order")))
 	}
 	received := false
-	var partial []string
+	var partial, withEvents []string
 	for key, s := range acc.wire.sight {
 		if s.Partial == "" {
 			continue
 		}
 		partial = append(partial, s.Partial)
+		if acc.wire.keys[key] != nil {
+			withEvents = append(withEvents, s.Partial)
+		}
 		if s.BrokeUS > 0 && acc.receivedAfter(key, s.BrokeUS) {
 			received = true
 		}
 	}
+	slices.Sort(partial)
+	slices.Sort(withEvents)
 	d := acc.DerivedEvents
 	for _, f := range []struct {
 		name string
@@ -74,8 +100,11 @@ func wireSide(p provenance, acc *Accounts) {
 		}
 	}
 	if len(partial) > 0 {
-		why := firstAndMore(partial)
-		for _, name := range []string{"events_emitted", "events_lost_surfaced", "events_unread"} {
+		p.note("events_emitted", LowerBound, firstAndMore(partial))
+	}
+	if len(withEvents) > 0 {
+		why := firstAndMore(withEvents)
+		for _, name := range []string{"events_lost_surfaced", "events_unread"} {
 			p.note(name, LowerBound, why)
 		}
 		if received {
@@ -116,6 +145,8 @@ func connectRefusals(log []faults.Entry) string {
 			why = append(why, fmt.Sprintf("fault %d (partition, refuse) refused connections", e.Index))
 		case e.Target == "proxy" && (e.Kind == faults.KindCrash || e.Kind == faults.KindRestart || e.Kind == faults.KindPause):
 			why = append(why, fmt.Sprintf("fault %d (%s of the proxy) stopped it", e.Index, e.Kind))
+		case (e.Target == "server" || strings.HasPrefix(e.Target, "server-")) && (e.Kind == faults.KindCrash || e.Kind == faults.KindRestart):
+			why = append(why, fmt.Sprintf("fault %d (%s of the %s) left connections nothing to reach", e.Index, e.Kind, e.Target))
 		}
 	}
 	if len(why) == 0 {

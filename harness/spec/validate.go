@@ -15,6 +15,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/internal/dur"
 	"github.com/chaosrun/chaosrun/targets"
+	"github.com/chaosrun/chaosrun/targets/byo"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/tools"
 	"github.com/chaosrun/chaosrun/targets/workload"
@@ -329,6 +330,13 @@ func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
 				bad("client."+knob, "a bring-your-own client is given no knobs, only its environment (client.target is command)")
 			}
 		}
+		for i, arg := range c.Command {
+			for _, ph := range commandPlaceholderRE.FindAllString(arg, -1) {
+				if !slices.Contains(clientCommandPlaceholders, ph) {
+					bad(fmt.Sprintf("client.command[%d]", i), "unknown placeholder %s (known: %s)", ph, strings.Join(clientCommandPlaceholders, ", "))
+				}
+			}
+		}
 	}
 	if c.Target == targets.Naive && c.Cursor == "file" {
 		bad("client.cursor", "the naive client keeps no cursor; use the resumable client for a file cursor")
@@ -391,6 +399,12 @@ var (
 	// keyRE is an argument path: names joined by dots.
 	keyRE         = regexp.MustCompile(`^[^.\s]+(\.[^.\s]+)*$`)
 	placeholderRE = regexp.MustCompile(`\{\{[^}]*\}\}`)
+	// commandPlaceholderRE is what reads as a placeholder in a command's
+	// argument: a lower-case word in braces (JSON, with its quotes, does not).
+	commandPlaceholderRE = regexp.MustCompile(`\{[a-z_]+\}`)
+	// clientCommandPlaceholders are those a client command's arguments may
+	// hold: the MCP endpoint and its parts (targets/byo, ClientEnv.Expand).
+	clientCommandPlaceholders = []string{byo.PlaceholderURL, byo.PlaceholderAddr, byo.PlaceholderHost, byo.PlaceholderPort}
 )
 
 // validatePlaceholders reports every {{...}} in the strings of an argument

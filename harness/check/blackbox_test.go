@@ -133,3 +133,31 @@ func TestEventsAfterTheAnswerMakeReceivedAnUpperBound(t *testing.T) {
 	v := Judge(in)
 	assert.Equal(t, UpperBound, v.Provenance["events_received"].Kind)
 }
+
+// A client that gives a call up tells the server so (notifications/
+// cancelled): the call broke under the fault, the client reported it
+// failed, and the result that came after was never read — while the
+// charge it reports failed was made.
+func TestACallTheClientCancelledWasGivenUp(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", false, result("1", false))
+	w.at(0.5).post("sA", toolsCall("2", "place_order", `{"order_id":"o1"}`)).answer(200, "", true)
+	first := w.conn
+	w.at(1.5).post("sA", wire.Message{Method: "notifications/cancelled", RequestID: "2"}).answer(202, "", false)
+	w.conn = first
+	w.at(2).event("", result("2", false))
+	in := Input{Wire: mirrored(w.recs), Ops: Ops{{Tool: "place_order", Key: "order_id"}}}
+	in.Faults = []faults.Entry{{Index: 0, Kind: faults.KindLatency, Target: "proxy", StartUS: 400_000, EndUS: 3_000_000}}
+	hist, _ := historyFromWire(in.Wire, in.Ops)
+	kinds := kindsOf(hist)
+	assert.Contains(t, kinds, history.KindStreamBreak)
+	assert.NotContains(t, kinds, history.KindOK, "the answer after the cancellation is not read")
+	v := Judge(in)
+	hit, _ := v.Result(FaultHit)
+	assert.True(t, hit.Held(), hit.Summary)
+	orphans, _ := v.Result(NoOrphanedResults)
+	assert.Equal(t, Violated, orphans.Status, orphans.Summary)
+	res, _ := v.Result(OutcomesResolved)
+	assert.Equal(t, Violated, res.Status, "reported failed, yet the order ran to its end: %s", res.Summary)
+	assert.Equal(t, int64(1), v.Figures.OrphanedResults)
+}

@@ -158,7 +158,8 @@ func noFork(acc *Accounts) Result {
 // noOrphans: every result written was read by some client outcome, or
 // belongs to a call its client surfaced as an unknown outcome; a result the
 // server dropped (its session gone) counts as one nobody read. Of a client
-// judged from the wire, it cannot be told: the wire sees a result
+// judged from the wire, it cannot be told unless the client cancelled the
+// call (notifications/cancelled) before its result: the wire sees a result
 // delivered, not read (the client may have given the call up first), and
 // not whether the client surfaced one that never came.
 func noOrphans(acc *Accounts) Result {
@@ -188,7 +189,16 @@ func noOrphans(acc *Accounts) Result {
 	if d := acc.dropped(); d > 0 {
 		results = fmt.Sprintf("%s (%d written, %d dropped by the server)", count(acc.Results+d, "result"), acc.Results, d)
 	}
+	abandoned := 0
+	for _, o := range acc.Orphaned {
+		if o.Abandoned && !o.Surfaced {
+			abandoned++
+		}
+	}
 	switch {
+	case !acc.Own && abandoned > 0:
+		return ev.result(NoOrphanedResults, false, fmt.Sprintf("%d of %s written for calls their client had cancelled (notifications/cancelled), never read",
+			abandoned, results))
 	case !acc.Own && acc.Results+acc.dropped() > 0:
 		return ev.cannotTell(NoOrphanedResults, fmt.Sprintf("%s; %d never reached the client edge%s. Of a client judged from the wire, whether it read a result delivered to it (it may have given the call up first) or surfaced one that never came, the wire cannot see",
 			results, silent, note))

@@ -25,6 +25,10 @@ func provenanceOf(in Input, j *Judged, acc *Accounts) map[string]Provenance {
 		p.note("blind_retries", LowerBound, fmt.Sprintf("%s more repeated operations that only their arguments name, which may have been new calls",
 			count(len(acc.PossibleRetries), "invoke")))
 	}
+	if !acc.Own && len(acc.Orphaned) > 0 {
+		p.note("orphaned_results", LowerBound, "of a client judged from the wire, only results of calls it cancelled are known unread; one delivered to it may not have been read, and one never delivered it may have surfaced")
+		p.note("orphaned_surfaced", Unknown, "whether a client judged from the wire surfaced a result it never got, the wire cannot see")
+	}
 	if !j.Own && j.derived != nil {
 		if why := connectRefusals(in.Faults); why != "" {
 			p.note("calls", LowerBound, "the client's calls are those whose request crossed the client edge, and "+why)
@@ -34,8 +38,11 @@ func provenanceOf(in Input, j *Judged, acc *Accounts) map[string]Provenance {
 				count(j.derived.repeated, "operation")))
 		}
 		if j.derived.merged > 0 {
-			p.note("calls", LowerBound, fmt.Sprintf("%s named by its key was requested more than once: it counts as one call, and some requests may have been calls of their own",
-				count(j.derived.merged, "operation")))
+			why := fmt.Sprintf("%s named by its key was requested more than once: it counts as one call, and some requests may have been calls of their own",
+				count(j.derived.merged, "operation"))
+			p.note("calls", LowerBound, why)
+			p.note("calls_ok", Unknown, why)
+			p.note("calls_failed", Unknown, why)
 		}
 		clientSide(p, acc, j.derived)
 	}
@@ -70,9 +77,9 @@ func wireSide(p provenance, acc *Accounts) {
 		why := fmt.Sprintf("%s more may have taken effect, which the wire cannot establish", count(uncertain, "invocation"))
 		p.note("charges", LowerBound, why)
 	}
-	if len(acc.Possible) > 0 || len(acc.Undistinguished) > 0 {
-		p.note("duplicates", LowerBound, fmt.Sprintf("%s may be charged more than once: invocations the wire cannot establish, or orders only their arguments tell apart",
-			count(len(acc.Possible)+len(acc.Undistinguished), "more order")))
+	if acc.UncertainExtra > 0 || len(acc.Undistinguished) > 0 {
+		p.note("duplicates", LowerBound, fmt.Sprintf("up to %s more: invocations the wire cannot establish on orders invoked more than once, or orders only their arguments tell apart",
+			count(acc.UncertainExtra+acc.DuplicateChargesOf(acc.Undistinguished), "duplicate")))
 	}
 	received := false
 	var partial, withEvents []string
@@ -100,15 +107,12 @@ func wireSide(p provenance, acc *Accounts) {
 		}
 	}
 	if len(partial) > 0 {
-		p.note("events_emitted", LowerBound, firstAndMore(partial))
-	}
-	if len(withEvents) > 0 {
-		why := firstAndMore(withEvents)
-		for _, name := range []string{"events_lost_surfaced", "events_unread"} {
+		why := firstAndMore(partial)
+		for _, name := range []string{"events_emitted", "events_lost_surfaced", "events_unread"} {
 			p.note(name, LowerBound, why)
 		}
 		if received {
-			p.note("events_lost_silent", LowerBound, why+"; the client received more of the stream afterwards")
+			p.note("events_lost_silent", LowerBound, firstAndMore(withEvents)+"; the client received more of the stream afterwards")
 		}
 	}
 	for _, o := range acc.Orphaned {

@@ -46,6 +46,10 @@ import (
 //     a tasks/get (completed) or tasks/result hands out later, and an error
 //     answered to either (no such task) breaks it (task_lost) and tells the
 //     client its answer is lost.
+//   - stream_break cancelled and fail (result cancelled): a
+//     notifications/cancelled the client sent for a call whose answer had
+//     not come: it gave the call up, and an answer that comes after is not
+//     read.
 //   - reconnect and resume: a GET with Last-Event-ID and the answer it got.
 //   - gap: a 410 delivered with the range the server says is lost (from
 //     last_event_id to resume_event_id, or head_event_id).
@@ -151,6 +155,9 @@ func (d *derivedHistory) request(r *wire.Record) {
 		m := &r.Messages[i]
 		if (m.Method == mcpwire.MethodTasksGet || m.Method == mcpwire.MethodTasksResult) && m.IsRequest() && m.TaskID != "" {
 			d.fetches[StreamKey{Session: x.session, RequestID: m.ID}] = m.TaskID
+		}
+		if m.Method == mcpwire.MethodCancelled && m.RequestID != "" {
+			d.cancelled(r, x.session, m.RequestID)
 		}
 		if m.Method != mcpwire.MethodToolsCall || !m.IsRequest() {
 			continue
@@ -286,6 +293,20 @@ func (d *derivedHistory) answer(r *wire.Record, x *exchange, m *wire.Message, ev
 		return
 	}
 	d.outcome(r, c, c.key.Session, m, eventID)
+}
+
+// cancelled records the client giving call req of session up: a break of
+// its stream, and a fail it reached without reading any answer.
+func (d *derivedHistory) cancelled(r *wire.Record, session, req string) {
+	c := d.callOf[StreamKey{Session: session, RequestID: req}]
+	if c == nil || c.answered {
+		return
+	}
+	c.answered = true
+	d.add(r, history.Record{Kind: history.KindStreamBreak, Client: c.client, Call: c.call, Session: session, RequestID: req,
+		Reason: "cancelled", Detail: "the client sent notifications/cancelled"})
+	d.add(r, history.Record{Kind: history.KindFail, Client: c.client, Call: c.call, OrderID: c.order, Session: session, RequestID: req,
+		Result: history.ResultCancelled, Reason: "cancelled by the client"})
 }
 
 // fetched records what an answer to a tasks/get or tasks/result about task

@@ -93,6 +93,8 @@ func TestCompare(t *testing.T) {
 			verdict("fail", map[string]string{}, nil), []string{"false verdict: no_silent_event_loss"}},
 		{"cannot tell is no claim", truthOf(hit, nil, map[string]Judgement{NoOrphanedResults: violated("unread")}),
 			verdict("fail", map[string]string{NoOrphanedResults: "cannot_tell"}, nil), nil},
+		{"a pass rests on what it held, not on what it cannot tell", truthOf(hit, nil, map[string]Judgement{NoSessionFork: violated("two sessions")}),
+			verdict("pass", map[string]string{NoDuplicateSideEffects: "held", NoSessionFork: "cannot_tell"}, nil), nil},
 		{"violated over a hold", truthOf(hit, nil, map[string]Judgement{NoSessionFork: held("one session each")}),
 			verdict("fail", map[string]string{NoSessionFork: "violated"}, nil), []string{"false verdict: no_session_fork"}},
 		{"a pass where no fault hit", truthOf(violated("no call was made"), nil, nil),

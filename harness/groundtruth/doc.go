@@ -25,7 +25,8 @@
 // written and never read; the client's exit; and from those each invariant
 // held or violated. [Compare] holds a verdict against it: a verdict is
 // false when it claims what the truth contradicts (held or not judged over
-// a violation, violated over a hold, a pass over either); an inconclusive
+// a violation, violated over a hold, a pass over a fault that never hit;
+// a pass rests on the invariants it holds, not those it cannot tell); an inconclusive
 // is false when the truth shows the fault hit a call in flight; a figure
 // is false outside the truth's range, a lower bound false above it, and a
 // figure or invariant the checker cannot tell is no claim. A client that

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // chaosrun's own programs keep their own accounts: its clients a history
@@ -90,6 +91,11 @@ func ownClient(dir, target string, key func(call string) string, idempotent func
 		case "gap":
 			rec.Gapped = Unknown("its history surfaces a gap, whose events the test does not count")
 		case "ok", "fail", "unknown":
+			if _, seen := breaks[h.Call]; !seen && h.Kind == "fail" && strings.HasPrefix(h.Reason, "status_5") {
+				// A 5xx in the answer's place (an SDK client records it as
+				// the call's failure, not as a break): the fault broke it.
+				breaks[h.Call] = fmt.Sprintf("%s: failed on %s", ev, h.Reason)
+			}
 			if c := calls[h.Call]; c != nil {
 				c.Outcome = map[string]string{"ok": OutcomeOK, "fail": OutcomeFailed, "unknown": OutcomeUnknown}[h.Kind]
 				c.ResultRead = h.Kind == "ok" || h.Kind == "fail" && h.Result == "read"

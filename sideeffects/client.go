@@ -131,30 +131,38 @@ func (c *Client) RecordAll(ctx context.Context, recs []Record) ([]int64, error) 
 func (c *Client) Records(ctx context.Context) ([]Record, error) {
 	var recs []Record
 	err := c.retry(ctx, func() error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/records", nil)
-		if err != nil {
-			return permanent{err}
-		}
-		res, err := c.hc.Do(req)
-		if err != nil {
+		return c.do(ctx, http.MethodGet, nil, func(body io.Reader) (err error) {
+			recs, err = ReadLedger(body)
 			return err
-		}
-		defer res.Body.Close()
-		if err := statusError(res); err != nil {
-			return err
-		}
-		recs, err = ReadLedger(res.Body)
-		return err
+		})
 	})
 	return recs, err
 }
 
 func (c *Client) post(ctx context.Context, body []byte, out *postResponse) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/records", bytes.NewReader(body))
+	return c.do(ctx, http.MethodPost, body, func(body io.Reader) error {
+		if err := json.NewDecoder(body).Decode(out); err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, body) // read to EOF, so the connection is kept
+		return nil
+	})
+}
+
+// do sends one request to /records, with body as JSON (nil: none), and
+// hands the answer's body to read when the ledger answered 200.
+func (c *Client) do(ctx context.Context, method string, body []byte, read func(io.Reader) error) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+"/records", rd)
 	if err != nil {
 		return permanent{err}
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	res, err := c.hc.Do(req)
 	if err != nil {
 		return err
@@ -163,11 +171,7 @@ func (c *Client) post(ctx context.Context, body []byte, out *postResponse) error
 	if err := statusError(res); err != nil {
 		return err
 	}
-	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, res.Body) // read to EOF, so the connection is kept
-	return nil
+	return read(res.Body)
 }
 
 // statusError turns a non-200 answer into an error: permanent for 4xx,

@@ -2,13 +2,14 @@ package sideeffects
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+
+	"github.com/chaosrun/chaosrun/internal/jsonl"
 )
 
 // LedgerFile is the name of the exported ledger in a result folder.
@@ -33,58 +34,17 @@ func WriteLedger(w io.Writer, recs []Record) error {
 }
 
 // ReadLedger parses a ledger export (or the store's own log, which has the
-// same format) and returns its records in N order. Blank lines are skipped.
-// A malformed or invalid line is an error naming its line number, except a
-// final line without a newline that does not parse: that is a write torn by
-// a crash, and it is dropped.
+// same format) and returns its records in N order, under the rule of
+// package internal/jsonl: blank lines are skipped, a torn last line (a
+// crash's, or the zeros a killed store keeps past its records) is dropped,
+// and any other malformed or invalid line is an error naming its number.
 func ReadLedger(r io.Reader) ([]Record, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var out []Record
-	for line := 1; ; line++ {
-		b, err := readLine(br)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("ledger line %d: %w", line, err)
-		}
-		torn := !bytes.HasSuffix(b, []byte{'\n'})
-		b = bytes.TrimSpace(b)
-		if len(b) == 0 {
-			continue
-		}
-		rec, err := parseLine(b)
-		if err != nil && torn {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("ledger line %d: %w", line, err)
-		}
-		out = append(out, rec)
+	recs, err := jsonl.Read(r, maxLine, parseLine)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %w", err)
 	}
-	slices.SortStableFunc(out, func(a, b Record) int { return cmp.Compare(a.N, b.N) })
-	return out, nil
-}
-
-// readLine returns the next line with its newline, or without one at the end
-// of the input; io.EOF only when nothing is left.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		buf = append(buf, chunk...)
-		if len(buf) > maxLine {
-			return nil, fmt.Errorf("line longer than %d bytes", maxLine)
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF && len(buf) > 0:
-			return buf, nil
-		default:
-			return buf, err
-		}
-	}
+	slices.SortStableFunc(recs, func(a, b Record) int { return cmp.Compare(a.N, b.N) })
+	return recs, nil
 }
 
 func parseLine(b []byte) (Record, error) {
@@ -99,18 +59,7 @@ func parseLine(b []byte) (Record, error) {
 }
 
 // LoadLedger reads a ledger.jsonl file; see [ReadLedger].
-func LoadLedger(path string) ([]Record, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
-	}
-	defer f.Close()
-	recs, err := ReadLedger(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return recs, nil
-}
+func LoadLedger(path string) ([]Record, error) { return jsonl.Load(path, ReadLedger) }
 
 // SaveLedger writes recs to path as ledger.jsonl.
 func SaveLedger(path string, recs []Record) error {

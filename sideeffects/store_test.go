@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/internal/jsonl/jsonltest"
 )
 
 func charge(id, order string) Record {
@@ -183,6 +185,15 @@ func TestReadLedger(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, recs, tc.ids)
 		})
+	}
+}
+
+// TestReadLedgerDamagedFiles reads the damaged files every reader of
+// chaosrun's JSON-lines files reads alike (internal/jsonl/jsonltest).
+func TestReadLedgerDamagedFiles(t *testing.T) {
+	for _, tc := range jsonltest.Cases {
+		recs, err := ReadLedger(bytes.NewBufferString(tc.Input(okRecord)))
+		assert.NoError(t, tc.Check(len(recs), err))
 	}
 }
 

@@ -123,37 +123,23 @@ func (w *Writer) Close() error {
 // error naming its line, except a final line without a newline that does not
 // parse: a write torn by a crash, which is dropped.
 func Read(r io.Reader) ([]Record, error) {
-	var out []Record
-	err := jsonl.Each(r, maxLine, func(_ int, b []byte) error {
-		var rec Record
+	recs, err := jsonl.Read(r, maxLine, func(b []byte) (rec Record, err error) {
 		if err := json.Unmarshal(b, &rec); err != nil {
-			return err
+			return rec, err
 		}
 		if !rec.Kind.Valid() {
-			return fmt.Errorf("unknown kind %q", rec.Kind)
+			return rec, fmt.Errorf("unknown kind %q", rec.Kind)
 		}
-		out = append(out, rec)
-		return nil
+		return rec, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("wire: %w", err)
 	}
-	return out, nil
+	return recs, nil
 }
 
 // Load reads a wire.jsonl file.
-func Load(path string) ([]Record, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("wire: %w", err)
-	}
-	defer f.Close()
-	recs, err := Read(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return recs, nil
-}
+func Load(path string) ([]Record, error) { return jsonl.Load(path, Read) }
 
 // Save writes recs to path as wire.jsonl, keeping their numbers.
 func Save(path string, recs []Record) error {

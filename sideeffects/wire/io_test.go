@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/internal/jsonl/jsonltest"
 )
 
 func float(v float64) *float64 { return &v }
@@ -93,6 +95,20 @@ func TestRead(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, got, tc.want)
 		})
+	}
+}
+
+// TestReadDamagedFiles reads, with Read and with Merge, the damaged files
+// every reader of chaosrun's JSON-lines files reads alike
+// (internal/jsonl/jsonltest).
+func TestReadDamagedFiles(t *testing.T) {
+	const rec = `{"n":1,"t_us":5,"edge":"client","conn":1,"kind":"open"}`
+	for _, tc := range jsonltest.Cases {
+		recs, err := Read(strings.NewReader(tc.Input(rec)))
+		assert.NoError(t, tc.Check(len(recs), err), "Read")
+		var out bytes.Buffer
+		err = Merge(&out, strings.NewReader(tc.Input(rec)))
+		assert.NoError(t, tc.Check(strings.Count(out.String(), "\n"), err), "Merge")
 	}
 }
 

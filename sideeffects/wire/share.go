@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/chaosrun/chaosrun/internal/jsonl"
 )
 
 // Share is one of several writers of one run's wire: proxy agent Index of
@@ -46,7 +48,7 @@ func NewShareWriter(w io.Writer, s Share) *Writer {
 func Merge(dst io.Writer, srcs ...io.Reader) error {
 	h := &heads{}
 	for i, src := range srcs {
-		c := &cursor{src: i, br: bufio.NewReaderSize(src, 64<<10)}
+		c := &cursor{src: i, r: jsonl.NewReader(src, maxLine)}
 		if err := c.next(); err != nil {
 			return err
 		}
@@ -78,60 +80,34 @@ func Merge(dst io.Writer, srcs ...io.Reader) error {
 // cursor is the next line of one source of a merge.
 type cursor struct {
 	src  int
-	br   *bufio.Reader
-	n    int // line number of line
-	line []byte
+	r    *jsonl.Reader
+	line []byte // with its newline; nil at the end
 	tus  int64
 }
 
-// next reads the cursor's next record line (blank lines skipped); line is
-// nil at the end.
+// next reads the cursor's next record line; line is nil at the end.
 func (c *cursor) next() error {
-	for {
-		b, err := c.br.ReadBytes('\n')
-		if len(b) > 0 {
-			c.n++
-		}
-		torn := err == io.EOF && len(b) > 0
-		switch {
-		case err != nil && err != io.EOF:
-			return fmt.Errorf("wire: merge: source %d: %w", c.src+1, err)
-		case len(b) == 0:
-			c.line = nil
-			return nil
-		case len(b) > maxLine:
-			return fmt.Errorf("wire: merge: source %d, line %d: longer than %d bytes", c.src+1, c.n, maxLine)
-		}
-		if len(trimSpace(b)) == 0 {
-			continue
-		}
+	err := c.r.Next(func(_ int, b []byte) error {
 		var t struct {
 			TUS  int64 `json:"t_us"`
 			Kind Kind  `json:"kind"`
 		}
-		if jerr := json.Unmarshal(b, &t); jerr != nil || !t.Kind.Valid() {
-			if torn {
-				c.line = nil
-				return nil
-			}
-			if jerr == nil {
-				jerr = fmt.Errorf("unknown kind %q", t.Kind)
-			}
-			return fmt.Errorf("wire: merge: source %d, line %d: %w", c.src+1, c.n, jerr)
+		if err := json.Unmarshal(b, &t); err != nil {
+			return err
 		}
-		if torn {
-			b = append(b, '\n')
+		if !t.Kind.Valid() {
+			return fmt.Errorf("unknown kind %q", t.Kind)
 		}
-		c.line, c.tus = b, t.TUS
+		c.line, c.tus = append(append(c.line[:0], b...), '\n'), t.TUS
 		return nil
+	})
+	switch {
+	case err == io.EOF:
+		c.line = nil
+	case err != nil:
+		return fmt.Errorf("wire: merge: source %d, %w", c.src+1, err)
 	}
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
+	return nil
 }
 
 // heads orders the sources of a merge by their next line's t_us, then by

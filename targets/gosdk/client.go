@@ -16,46 +16,25 @@ import (
 
 // RunClient drives the go-sdk's own client (mcp.NewClient over a
 // StreamableClientTransport) through c's calls, one after another, and
-// writes the history to opts.History. clientInfo.name is c.ID.
+// writes the history to opts.History (see sdkclient.Run). clientInfo.name
+// is c.ID.
 //
 // The adapter never retries a call the SDK sent. When the SDK reports its
 // session broken (ClientSession.Wait returned, or it refused to send a call
 // with ErrConnectionClosed), the call goes out on a new session: the old
 // one is closed through the SDK (which sends DELETE unless the server
-// answered 404) and recorded as session_lost. RunClient returns ctx.Err()
-// when ctx ends the run early, and another error only when the history
-// cannot be written.
+// answered 404) and recorded as session_lost.
 func RunClient(ctx context.Context, opts workload.Options, c workload.Client) error {
-	tr, err := sdkclient.NewTracker(opts, c.ID, Target)
-	if err != nil {
-		return fmt.Errorf("go-sdk client %s: %w", c.ID, err)
-	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	defer base.CloseIdleConnections()
-	cl := &client{opts: opts, tr: tr, httpc: &http.Client{Transport: tr.Transport(base)}}
-	cl.sdk = mcp.NewClient(&mcp.Implementation{Name: c.ID, Version: SDKVersion}, &mcp.ClientOptions{
-		Logger: opts.Logger,
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			tr.Progress(req.Params.ProgressToken, req.Params.Progress)
-		},
+	return sdkclient.Run(ctx, opts, c, Target, func(tr *sdkclient.Tracker, httpc *http.Client) (sdkclient.Driver, error) {
+		cl := &client{opts: opts, tr: tr, httpc: httpc}
+		cl.sdk = mcp.NewClient(&mcp.Implementation{Name: c.ID, Version: SDKVersion}, &mcp.ClientOptions{
+			Logger: opts.Logger,
+			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+				tr.Progress(req.Params.ProgressToken, req.Params.Progress)
+			},
+		})
+		return cl, nil
 	})
-	tr.Start()
-	for _, call := range c.Calls {
-		if ctx.Err() != nil {
-			break
-		}
-		cl.call(ctx, call)
-	}
-	cl.close()
-	detail := "done"
-	if ctx.Err() != nil {
-		detail = "stopped: " + ctx.Err().Error()
-	}
-	tr.Stop(detail)
-	if err := tr.Err(); err != nil {
-		return fmt.Errorf("go-sdk client %s: %w", c.ID, err)
-	}
-	return ctx.Err()
 }
 
 type client struct {
@@ -80,7 +59,8 @@ func (s *session) id() string {
 	return s.cs.ID()
 }
 
-func (c *client) call(ctx context.Context, spec workload.Call) {
+// Call makes one call, on a new session if the live one broke.
+func (c *client) Call(ctx context.Context, spec workload.Call) {
 	args, argErr := spec.Arguments()
 	s, connErr := c.session(ctx)
 	cctx, call := c.tr.Begin(ctx, spec, s.id())
@@ -164,7 +144,8 @@ func (c *client) drop() {
 	c.tr.SessionLost(s.cs.ID(), reason, detail)
 }
 
-func (c *client) close() {
+// Close closes the live session.
+func (c *client) Close() {
 	if c.live != nil {
 		_ = c.live.cs.Close()
 		c.live = nil

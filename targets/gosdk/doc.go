@@ -10,8 +10,10 @@
 // observed.
 //
 // What follows is how v1.8.0 behaves, read from its sources (mcp/streamable.go,
-// mcp/event.go, mcp/server.go, mcp/client.go) and pinned by this package's
-// *_CurrentBehaviour tests, so that a change in the SDK fails a test.
+// mcp/event.go, mcp/server.go, mcp/client.go) and pinned by the
+// *_CurrentBehaviour tests of the SDK suite (targets/sdksuite), whose table
+// states these differences as data, so that a change in the SDK fails a
+// test.
 //
 // # Server
 //

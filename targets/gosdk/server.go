@@ -2,7 +2,6 @@ package gosdk
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -30,8 +29,8 @@ const SDKVersion = "v1.8.0"
 // progress notification as the SDK stores it.
 const BytesPerEvent = 128
 
-// terminateUnsupported is why /control/terminate answers 501.
-const terminateUnsupported = "go-sdk has no session-terminating close event: its only close event " +
+// TerminateUnsupported is why /control/terminate answers 501.
+const TerminateUnsupported = "go-sdk has no session-terminating close event: its only close event " +
 	"(RequestExtra.CloseSSEStream, SEP-1699) is available to a running tool handler and asks the client to reconnect"
 
 // ServerConfig configures [NewServer].
@@ -79,20 +78,15 @@ type Server struct {
 
 // NewServer builds the server; it serves once [Server.Handler] is mounted.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	if cfg.RetentionEvents < 0 || cfg.SessionTTL < 0 || cfg.DefaultChargeDuration < 0 {
-		return nil, errors.New("go-sdk server: retention, session TTL and charge duration must not be negative")
-	}
-	if cfg.Source == "" {
-		cfg.Source = Target
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	s := &Server{host: sdkserver.NewHost(sdkserver.Config{
-		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: log,
+	host, err := sdkserver.NewHostFor(Target, cfg.RetentionEvents, cfg.SessionTTL, sdkserver.Config{
+		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: cfg.Logger,
 		DefaultChargeDuration: cfg.DefaultChargeDuration, OnCancel: cfg.OnCancel,
-	})}
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{host: host}
+	log := host.Logger()
 	s.sdk = mcp.NewServer(&mcp.Implementation{Name: "chaosrun-" + Target, Version: SDKVersion}, &mcp.ServerOptions{Logger: log})
 	for _, d := range tools.Definitions() {
 		s.sdk.AddTool(&mcp.Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema}, s.call)
@@ -110,7 +104,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	mux.Handle("/mcp", sdkserver.Front(h, s.host))
 	sdkserver.MountControl(mux, sdkserver.Control{
 		Target: Target, Version: SDKVersion, Host: s.host,
-		Expire: s.expire, TerminateUnsupported: terminateUnsupported,
+		Expire: s.expire, TerminateUnsupported: TerminateUnsupported,
 	})
 	s.handler = mux
 	return s, nil

@@ -1,13 +1,12 @@
 package history
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 
+	"github.com/chaosrun/chaosrun/internal/jsonl"
 	"github.com/chaosrun/chaosrun/internal/runclock"
 )
 
@@ -29,9 +28,11 @@ func NewWriter(w io.Writer, clock runclock.Clock) *Writer {
 }
 
 // Create opens path for appending (a restarted client continues the same
-// history) and returns a writer on it.
+// history) and returns a writer on it. A torn last line a killed client
+// left is cut off first, so that it does not end up in the middle of the
+// file, where it would be corruption.
 func Create(path string, clock runclock.Clock) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := jsonl.OpenAppend(path)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
@@ -64,47 +65,22 @@ func (w *Writer) Close() error {
 	return w.c.Close()
 }
 
-// Read parses a history stream. Blank lines are skipped; a malformed line is
-// an error naming its line number. A final line without a newline that does
-// not parse is treated as torn by a crash and dropped.
-func Read(r io.Reader) ([]Record, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var out []Record
-	var pending error
-	line := 0
-	for sc.Scan() {
-		line++
-		if pending != nil {
-			return nil, pending
-		}
-		b := sc.Bytes()
-		if len(b) == 0 {
-			continue
-		}
-		var rec Record
-		if err := json.Unmarshal(b, &rec); err != nil {
-			pending = fmt.Errorf("history line %d: %w", line, err)
-			continue
-		}
-		out = append(out, rec)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	return out, nil
-}
+// maxLine bounds one line of a history file; a record is far smaller.
+const maxLine = 16 << 20
 
-// Load reads a history file.
-func Load(path string) ([]Record, error) {
-	f, err := os.Open(path)
+// Read parses a history stream under the rule of package internal/jsonl:
+// blank lines are skipped, a torn last line (a crash's) is dropped, and any
+// other malformed line is an error naming its number.
+func Read(r io.Reader) ([]Record, error) {
+	recs, err := jsonl.Read(r, maxLine, func(b []byte) (rec Record, err error) {
+		err = json.Unmarshal(b, &rec)
+		return rec, err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	defer f.Close()
-	recs, err := Read(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("history %w", err)
 	}
 	return recs, nil
 }
+
+// Load reads a history file.
+func Load(path string) ([]Record, error) { return jsonl.Load(path, Read) }

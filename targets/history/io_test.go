@@ -2,14 +2,17 @@ package history
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/internal/jsonl/jsonltest"
+	"github.com/chaosrun/chaosrun/internal/runclock"
 )
 
 func TestWriteLoadRoundTrip(t *testing.T) {
@@ -47,6 +50,31 @@ func TestReadErrors(t *testing.T) {
 	recs, err := Read(strings.NewReader("{\"kind\":\"ok\"}\n\n{\"kind\":\"fa"))
 	require.NoError(t, err, "a torn last line is dropped")
 	assert.Len(t, recs, 1)
+}
+
+// TestReadDamagedFiles reads the damaged files every reader of chaosrun's
+// JSON-lines files reads alike (internal/jsonl/jsonltest).
+func TestReadDamagedFiles(t *testing.T) {
+	for _, tc := range jsonltest.Cases {
+		recs, err := Read(strings.NewReader(tc.Input(`{"client":"c1","kind":"ok"}`)))
+		assert.NoError(t, tc.Check(len(recs), err))
+	}
+}
+
+// TestCreateAfterATornWrite restarts a client whose history ends in a torn
+// line: the line is cut off, and the history reads whole, the new record
+// after the old ones.
+func TestCreateAfterATornWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"client":"c1","kind":"invoke"}`+"\n"+`{"client":"c1","ki`), 0o644))
+	w, err := Create(path, runclock.Start())
+	require.NoError(t, err)
+	require.NoError(t, w.Write(Record{Client: "c1", Kind: KindClientStart}))
+	require.NoError(t, w.Close())
+	got, err := Load(path)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, []Kind{KindInvoke, KindClientStart}, []Kind{got[0].Kind, got[1].Kind})
 }
 
 func TestConcurrentWritesStayWhole(t *testing.T) {

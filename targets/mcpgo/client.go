@@ -18,59 +18,36 @@ import (
 
 // RunClient drives mcp-go's own client (client.NewStreamableHttpClient)
 // through c's calls, one after another, and writes the history to
-// opts.History. clientInfo.name is c.ID.
+// opts.History (see sdkclient.Run). clientInfo.name is c.ID.
 //
 // The adapter never retries a call. mcp-go keeps using its session after
 // a failed call; only when the server answered 404 (transport
 // ErrSessionTerminated, after which the SDK refuses every request but
 // initialize) does the next call initialize again, recording session_lost
-// and session_new. It returns ctx.Err() when ctx ends the run early, and an
-// error only when the history cannot be written or the client cannot be
+// and session_new. Besides, RunClient fails when the SDK's client cannot be
 // built.
 func RunClient(ctx context.Context, opts workload.Options, c workload.Client) error {
-	tr, err := sdkclient.NewTracker(opts, c.ID, Target)
-	if err != nil {
-		return fmt.Errorf("mcp-go client %s: %w", c.ID, err)
-	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	defer base.CloseIdleConnections()
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler) // the SDK would log to slog.Default
-	}
-	sdk, err := client.NewStreamableHttpClient(opts.Endpoint,
-		transport.WithHTTPBasicClient(&http.Client{Transport: tr.Transport(base)}),
-		transport.WithHTTPLogger(log))
-	if err != nil {
-		return fmt.Errorf("mcp-go client %s: %w", c.ID, err)
-	}
-	if err := sdk.Start(ctx); err != nil {
-		return fmt.Errorf("mcp-go client %s: %w", c.ID, err)
-	}
-	sdk.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == mcpwire.MethodProgress {
-			p, _ := n.Params.AdditionalFields["progress"].(float64)
-			tr.Progress(n.Params.AdditionalFields["progressToken"], p)
+	return sdkclient.Run(ctx, opts, c, Target, func(tr *sdkclient.Tracker, httpc *http.Client) (sdkclient.Driver, error) {
+		log := opts.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler) // the SDK would log to slog.Default
 		}
+		sdk, err := client.NewStreamableHttpClient(opts.Endpoint,
+			transport.WithHTTPBasicClient(httpc), transport.WithHTTPLogger(log))
+		if err != nil {
+			return nil, err
+		}
+		if err := sdk.Start(ctx); err != nil {
+			return nil, err
+		}
+		sdk.OnNotification(func(n mcp.JSONRPCNotification) {
+			if n.Method == mcpwire.MethodProgress {
+				p, _ := n.Params.AdditionalFields["progress"].(float64)
+				tr.Progress(n.Params.AdditionalFields["progressToken"], p)
+			}
+		})
+		return &runner{opts: opts, id: c.ID, tr: tr, sdk: sdk}, nil
 	})
-	cl := &runner{opts: opts, id: c.ID, tr: tr, sdk: sdk}
-	tr.Start()
-	for _, call := range c.Calls {
-		if ctx.Err() != nil {
-			break
-		}
-		cl.call(ctx, call)
-	}
-	_ = sdk.Close()
-	detail := "done"
-	if ctx.Err() != nil {
-		detail = "stopped: " + ctx.Err().Error()
-	}
-	tr.Stop(detail)
-	if err := tr.Err(); err != nil {
-		return fmt.Errorf("mcp-go client %s: %w", c.ID, err)
-	}
-	return ctx.Err()
 }
 
 type runner struct {
@@ -82,7 +59,8 @@ type runner struct {
 	ready   bool // initialize succeeded and the server has not answered 404 since
 }
 
-func (r *runner) call(ctx context.Context, spec workload.Call) {
+// Call makes one call, initializing first unless a session is ready.
+func (r *runner) Call(ctx context.Context, spec workload.Call) {
 	args, argErr := spec.Arguments()
 	connErr := r.initialize(ctx)
 	cctx, call := r.tr.Begin(ctx, spec, r.session)
@@ -105,6 +83,9 @@ func (r *runner) call(ctx context.Context, spec workload.Call) {
 		r.tr.SessionLost(r.session, "status_404", err.Error())
 	}
 }
+
+// Close closes the SDK's client.
+func (r *runner) Close() { _ = r.sdk.Close() }
 
 // initialize runs the initialize handshake unless a session is ready.
 func (r *runner) initialize(ctx context.Context) error {

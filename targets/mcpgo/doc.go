@@ -10,7 +10,8 @@
 // What follows is how v1.2.1 behaves, read from its sources
 // (server/streamable_http.go, server/streamable_http_resume.go,
 // server/event_store.go, client/transport/streamable_http.go) and pinned by
-// this package's *_CurrentBehaviour tests, so that a change in the SDK fails
+// the *_CurrentBehaviour tests of the SDK suite (targets/sdksuite), whose
+// table states these differences as data, so that a change in the SDK fails
 // a test.
 //
 // # Server

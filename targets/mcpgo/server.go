@@ -3,7 +3,6 @@ package mcpgo
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -27,8 +26,8 @@ const Target = targets.MCPGo
 // SDKVersion is the pinned version of github.com/mark3labs/mcp-go.
 const SDKVersion = "v1.2.1"
 
-// terminateUnsupported is why /control/terminate answers 501.
-const terminateUnsupported = "mcp-go sends no close event: its streamable HTTP server has no way to tell a client " +
+// TerminateUnsupported is why /control/terminate answers 501.
+const TerminateUnsupported = "mcp-go sends no close event: its streamable HTTP server has no way to tell a client " +
 	"that a session or stream is ending other than closing the connection"
 
 // shutdownTimeout bounds Close.
@@ -84,9 +83,6 @@ type requestIDKey struct{}
 
 // NewServer builds the server; it serves once [Server.Handler] is mounted.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	if cfg.RetentionEvents < 0 || cfg.SessionTTL < 0 || cfg.DefaultChargeDuration < 0 {
-		return nil, errors.New("mcp-go server: retention, session TTL and charge duration must not be negative")
-	}
 	tasks := false
 	switch cfg.Tasks {
 	case "", "off":
@@ -95,17 +91,15 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("mcp-go server: tasks must be off or legacy, got %q", cfg.Tasks)
 	}
-	if cfg.Source == "" {
-		cfg.Source = Target
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	s := &Server{host: sdkserver.NewHost(sdkserver.Config{
-		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: log,
+	host, err := sdkserver.NewHostFor(Target, cfg.RetentionEvents, cfg.SessionTTL, sdkserver.Config{
+		Recorder: cfg.Recorder, Source: cfg.Source, Clock: cfg.Clock, Logger: cfg.Logger,
 		DefaultChargeDuration: cfg.DefaultChargeDuration,
-	})}
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{host: host}
+	log := host.Logger()
 	sopts := []server.ServerOption{server.WithHooks(s.hooks(tasks)), server.WithToolCapabilities(false)}
 	if tasks {
 		sopts = append(sopts, server.WithTaskCapabilities(true, true, true), server.WithTaskHooks(s.taskHooks()))
@@ -137,7 +131,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	mux.Handle("/mcp", sdkserver.Front(s.http, s.host))
 	sdkserver.MountControl(mux, sdkserver.Control{
 		Target: Target, Version: SDKVersion, Host: s.host,
-		Expire: s.expire, TerminateUnsupported: terminateUnsupported,
+		Expire: s.expire, TerminateUnsupported: TerminateUnsupported,
 	})
 	s.handler = mux
 	return s, nil

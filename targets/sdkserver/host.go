@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -120,6 +121,23 @@ func NewHost(cfg Config) *Host {
 	h.life, h.stop = context.WithCancel(context.Background())
 	return h
 }
+
+// NewHostFor is [NewHost] for the server of target, an SDK whose adapter
+// also takes an event retention and a session TTL: it refuses negative
+// settings, naming target, and records with Source target unless cfg
+// names another.
+func NewHostFor(target string, retentionEvents int, sessionTTL time.Duration, cfg Config) (*Host, error) {
+	if retentionEvents < 0 || sessionTTL < 0 || cfg.DefaultChargeDuration < 0 {
+		return nil, fmt.Errorf("%s server: retention, session TTL and charge duration must not be negative", target)
+	}
+	if cfg.Source == "" {
+		cfg.Source = target
+	}
+	return NewHost(cfg), nil
+}
+
+// Logger is where the host logs, for the SDK to log there too.
+func (h *Host) Logger() *slog.Logger { return h.log }
 
 // Inflight is the number of tool invocations running now.
 func (h *Host) Inflight() int64 { return h.inflight.Load() }

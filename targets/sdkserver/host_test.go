@@ -178,3 +178,21 @@ func TestSessionLifecycle(t *testing.T) {
 	assert.Equal(t, "shutdown", closed[1].Reason)
 	assert.Zero(t, host.Sessions())
 }
+
+func TestNewHostFor(t *testing.T) {
+	for _, bad := range []struct {
+		retention int
+		ttl       time.Duration
+		cfg       Config
+	}{{-1, 0, Config{}}, {0, -1, Config{}}, {0, 0, Config{DefaultChargeDuration: -1}}} {
+		_, err := NewHostFor("some-sdk", bad.retention, bad.ttl, bad.cfg)
+		assert.ErrorContains(t, err, "some-sdk server: ")
+	}
+	l := sideeffects.NewMemory()
+	h, err := NewHostFor("some-sdk", 10, time.Minute, Config{Recorder: l})
+	require.NoError(t, err)
+	require.NotNil(t, h.Logger())
+	h.SessionOpened("s1", "alice", "2025-11-25")
+	require.Len(t, l.Records(), 1)
+	assert.Equal(t, "some-sdk", l.Records()[0].Source, "the target names the records")
+}

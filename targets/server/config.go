@@ -117,6 +117,17 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s: must not be negative, got %s", field, d))
 		}
 	}
+	// oneOf defaults *v to the first of allowed and refuses a value not
+	// among them.
+	oneOf := func(field string, v *string, allowed ...string) {
+		switch {
+		case *v == "":
+			*v = allowed[0]
+		case !slices.Contains(allowed, *v):
+			last := len(allowed) - 1
+			errs = append(errs, fmt.Errorf("%s: must be %s or %s, got %q", field, strings.Join(allowed[:last], ", "), allowed[last], *v))
+		}
+	}
 	if c.RetentionEvents < 0 {
 		errs = append(errs, fmt.Errorf("retention_events: must not be negative, got %d", c.RetentionEvents))
 	}
@@ -128,20 +139,8 @@ func (c *Config) validate() error {
 	if c.Retry == 0 {
 		c.Retry = DefaultRetry
 	}
-	switch c.OnUnresumable {
-	case "":
-		c.OnUnresumable = OnUnresumableGone
-	case OnUnresumableGone, OnUnresumableSilentHead:
-	default:
-		errs = append(errs, fmt.Errorf("on_unresumable: must be gone or silent_head, got %q", c.OnUnresumable))
-	}
-	switch c.EventStore {
-	case "":
-		c.EventStore = EventStoreMemory
-	case EventStoreMemory, EventStoreFile, EventStoreRedis:
-	default:
-		errs = append(errs, fmt.Errorf("event_store: must be memory, file or redis, got %q", c.EventStore))
-	}
+	oneOf("on_unresumable", &c.OnUnresumable, OnUnresumableGone, OnUnresumableSilentHead)
+	oneOf("event_store", &c.EventStore, EventStoreMemory, EventStoreFile, EventStoreRedis)
 	if c.EventStore == EventStoreFile && c.StorePath == "" {
 		errs = append(errs, errors.New("store_path: required when event_store is file"))
 	}
@@ -156,20 +155,8 @@ func (c *Config) validate() error {
 	if c.TaskPollInterval == 0 {
 		c.TaskPollInterval = DefaultTaskPollInterval
 	}
-	switch c.Tasks {
-	case "":
-		c.Tasks = TasksOff
-	case TasksOff, TasksExtension, TasksLegacy:
-	default:
-		errs = append(errs, fmt.Errorf("tasks: must be off, extension or legacy, got %q", c.Tasks))
-	}
-	switch c.TaskStore {
-	case "":
-		c.TaskStore = EventStoreMemory
-	case EventStoreMemory, EventStoreFile, EventStoreRedis:
-	default:
-		errs = append(errs, fmt.Errorf("task_store: must be memory, file or redis, got %q", c.TaskStore))
-	}
+	oneOf("tasks", &c.Tasks, TasksOff, TasksExtension, TasksLegacy)
+	oneOf("task_store", &c.TaskStore, EventStoreMemory, EventStoreFile, EventStoreRedis)
 	if c.TaskStore == EventStoreRedis && (c.RedisAddr == "" || c.StoreOwner == "") {
 		errs = append(errs, errors.New("redis_addr, store_owner: required when task_store is redis"))
 	}

@@ -75,12 +75,7 @@ func (s *Server) launchModern(cancelled <-chan struct{}, c *modernCall, token js
 		if !sseOK {
 			return nil // a JSON answer cannot carry progress
 		}
-		note, err := mcpwire.NewNotification(mcpwire.MethodProgress, mcpwire.ProgressParams{
-			ProgressToken: token, Progress: float64(seq), Total: float64(total)})
-		if err != nil {
-			return err
-		}
-		data, err := json.Marshal(note)
+		data, err := progress(token, seq, total)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -163,11 +165,7 @@ func (s *Server) lookup(id string) (*session, error) {
 func (s *Server) liveSessions() []*session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*session, 0, len(s.sessions))
-	for _, sess := range s.sessions {
-		out = append(out, sess)
-	}
-	return out
+	return slices.Collect(maps.Values(s.sessions))
 }
 
 // begin counts a request in progress and pauses the idle timer. It reports
@@ -310,11 +308,7 @@ func (sess *session) detach(st store.StreamID, a *attachment) {
 func (sess *session) attachments() []*attachment {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	out := make([]*attachment, 0, len(sess.attached))
-	for _, a := range sess.attached {
-		out = append(out, a)
-	}
-	return out
+	return slices.Collect(maps.Values(sess.attached))
 }
 
 // claim registers request keys as in flight. It returns the index of the

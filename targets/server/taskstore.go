@@ -1,19 +1,20 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/chaosrun/chaosrun/internal/jsonl"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
 )
@@ -146,22 +147,18 @@ func openTaskStore(path string) (*taskStore, error) {
 	if path == "" {
 		return ts, nil
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	// A torn last line is cut off: its write was never acknowledged.
+	f, err := jsonl.OpenAppend(path)
 	if err != nil {
 		return nil, fmt.Errorf("task store: %w", err)
 	}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), mcpwire.MaxEventBytes)
-	for sc.Scan() {
-		var t task
-		if json.Unmarshal(sc.Bytes(), &t) != nil {
-			continue // a torn last line: its write was never acknowledged
-		}
-		ts.tasks[t.ID] = &t
-	}
-	if err := sc.Err(); err != nil {
+	tasks, err := readTasks(f)
+	if err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("task store: %w", err)
+		return nil, fmt.Errorf("task store: %s: %w", path, err)
+	}
+	for _, t := range tasks {
+		ts.tasks[t.ID] = t
 	}
 	ts.f = f
 	if err := ts.interrupt(""); err != nil {
@@ -169,6 +166,16 @@ func openTaskStore(path string) (*taskStore, error) {
 		return nil, err
 	}
 	return ts, nil
+}
+
+// readTasks reads a task journal, every change of a task a line, under
+// the rule of package internal/jsonl: a torn last line is dropped, any
+// other line that does not parse is an error naming it.
+func readTasks(r io.Reader) ([]*task, error) {
+	return jsonl.Read(r, mcpwire.MaxEventBytes, func(b []byte) (*task, error) {
+		t := &task{}
+		return t, json.Unmarshal(b, t)
+	})
 }
 
 // write journals t (the file and shared stores); the caller holds mu or

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaosrun/chaosrun/internal/jsonl/jsonltest"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
@@ -141,4 +145,50 @@ func TestAnUnreadableSharedStoreIsNo404(t *testing.T) {
 	j.down.Store(false)
 	resp = ts.do(t, context.Background(), http.MethodPost, "", unknown, listTools)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "once the journal is read, an unknown session is a 404")
+}
+
+// TestReadTasksDamagedFiles reads the damaged journals every reader of
+// chaosrun's JSON-lines files reads alike (internal/jsonl/jsonltest).
+func TestReadTasksDamagedFiles(t *testing.T) {
+	for _, tc := range jsonltest.Cases {
+		tasks, err := readTasks(strings.NewReader(tc.Input(`{"task_id":"t1","status":"completed"}`)))
+		assert.NoError(t, tc.Check(len(tasks), err))
+	}
+}
+
+// TestFileTaskStoreAfterATornWrite reopens a task journal that ends in a
+// torn line, twice: the first reopening cuts the line off, so the task it
+// then journals is not glued to it, and the second reopening still knows
+// that task.
+func TestFileTaskStoreAfterATornWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.jsonl")
+	ts, err := openTaskStore(path)
+	require.NoError(t, err)
+	first, _, err := ts.create(task{Client: "c1", RequestID: "2", Tool: "charge", OrderID: "o-1"})
+	require.NoError(t, err)
+	require.NoError(t, ts.finish(first.ID, taskCompleted, json.RawMessage(`{"content":[]}`), nil))
+	require.NoError(t, ts.close())
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"task_id":"torn","sta`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	ts, err = openTaskStore(path)
+	require.NoError(t, err)
+	second, _, err := ts.create(task{Client: "c1", RequestID: "3", Tool: "charge", OrderID: "o-2"})
+	require.NoError(t, err)
+	require.NoError(t, ts.close())
+
+	ts, err = openTaskStore(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ts.close() })
+	got, err := ts.get(first.ID)
+	require.NoError(t, err)
+	assert.Equal(t, taskCompleted, got.Status)
+	got, err = ts.get(second.ID)
+	require.NoError(t, err, "the task journalled after the torn line")
+	assert.Equal(t, taskFailed, got.Status, "left working by a stopped process")
+	_, err = ts.get("torn")
+	assert.ErrorIs(t, err, errTaskNotFound)
 }

@@ -39,12 +39,7 @@ func (s *Server) emitter(c *call) tools.Emit {
 		target = store.Standalone
 	}
 	return func(seq, total int, recordEmitted func(string, int64)) error {
-		note, err := mcpwire.NewNotification(mcpwire.MethodProgress, mcpwire.ProgressParams{
-			ProgressToken: token, Progress: float64(seq), Total: float64(total)})
-		if err != nil {
-			return err
-		}
-		data, err := json.Marshal(note)
+		data, err := progress(token, seq, total)
 		if err != nil {
 			return err
 		}
@@ -54,6 +49,16 @@ func (s *Server) emitter(c *call) tools.Emit {
 		}
 		return err
 	}
+}
+
+// progress renders chatty's notification of event seq of total.
+func progress(token json.RawMessage, seq, total int) ([]byte, error) {
+	note, err := mcpwire.NewNotification(mcpwire.MethodProgress, mcpwire.ProgressParams{
+		ProgressToken: token, Progress: float64(seq), Total: float64(total)})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(note)
 }
 
 // message renders a tool's outcome as the response to request id.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -156,11 +158,7 @@ func (s *Store) Durable() bool { return s.journal != nil || s.shared != nil }
 func (s *Store) Sessions() []*Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*Session, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		out = append(out, ss)
-	}
-	return out
+	return slices.Collect(maps.Values(s.sessions))
 }
 
 // Pending returns the requests that were awaiting a response when the store

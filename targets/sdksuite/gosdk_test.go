@@ -1,4 +1,4 @@
-package gosdk
+package sdksuite
 
 import (
 	"context"
@@ -12,9 +12,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
+	"github.com/chaosrun/chaosrun/targets/gosdk"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/tools"
 )
+
+// The tests of this file pin what only the go-sdk adapter has: a server
+// speaking 2026-07-28 (StreamableHTTPOptions.Stateless), which the mcp-go
+// adapter does not drive.
+
+// startGoSDKServer starts the go-sdk server with cfg, writing to a fresh ledger.
+func startGoSDKServer(t *testing.T, cfg gosdk.ServerConfig) (*sideeffects.Memory, string) {
+	t.Helper()
+	l := sideeffects.NewMemory()
+	cfg.Recorder = l
+	s, err := gosdk.NewServer(cfg)
+	require.NoError(t, err)
+	return l, mount(t, s)
+}
 
 // modernMeta is the per-request _meta of a 2026-07-28 request at version.
 func modernMeta(version string) string {
@@ -60,7 +75,8 @@ func modernHeaders(method, name string) []string {
 // opens with a priming event whose id promises a resumption the 405 on GET
 // never gives.
 func TestGoSDKStatelessServerAnswers_CurrentBehaviour(t *testing.T) {
-	_, _, base := startServer(t, ServerConfig{Stateless: true})
+	_, base := startGoSDKServer(t, gosdk.ServerConfig{Stateless: true})
+	hc := newHTTPClient(t)
 	url := base + "/mcp"
 	tests := []struct {
 		name, method, body string
@@ -96,7 +112,7 @@ func TestGoSDKStatelessServerAnswers_CurrentBehaviour(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, err := http.DefaultClient.Do(statelessRequest(t, context.Background(), tc.method, url, tc.body, tc.headers...))
+			resp, err := hc.Do(statelessRequest(t, context.Background(), tc.method, url, tc.body, tc.headers...))
 			require.NoError(t, err)
 			defer resp.Body.Close()
 			b := body(t, resp)
@@ -124,13 +140,14 @@ func TestGoSDKStatelessServerAnswers_CurrentBehaviour(t *testing.T) {
 func TestGoSDKStatelessServerStreamClosedMidCall_CurrentBehaviour(t *testing.T) {
 	for _, mode := range tools.OnCancelModes {
 		t.Run(mode, func(t *testing.T) {
-			_, l, base := startServer(t, ServerConfig{Stateless: true, OnCancel: mode})
+			l, base := startGoSDKServer(t, gosdk.ServerConfig{Stateless: true, OnCancel: mode})
+			hc := newHTTPClient(t)
 			started := l.Next(kindIs(sideeffects.KindCallStarted))
 			finished := l.Next(kindIs(sideeffects.KindCallFinished))
 			ctx, cut := context.WithCancel(context.Background())
 			answered := make(chan error, 1)
 			go func() {
-				resp, err := http.DefaultClient.Do(statelessRequest(t, ctx, http.MethodPost, base+"/mcp", modernCharge(1, 300), modernHeaders("tools/call", "charge")...))
+				resp, err := hc.Do(statelessRequest(t, ctx, http.MethodPost, base+"/mcp", modernCharge(1, 300), modernHeaders("tools/call", "charge")...))
 				if err == nil {
 					_, err = resp.Body.Read(make([]byte, 1))
 					resp.Body.Close()

@@ -1,4 +1,4 @@
-package mcpgo
+package sdksuite
 
 import (
 	"context"
@@ -15,9 +15,24 @@ import (
 	"github.com/chaosrun/chaosrun/sideeffects"
 	refclient "github.com/chaosrun/chaosrun/targets/client"
 	"github.com/chaosrun/chaosrun/targets/history"
+	"github.com/chaosrun/chaosrun/targets/mcpgo"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
+
+// The tests of this file pin what only the mcp-go adapter has: the SDK's
+// own 2025-11-25 tasks (mcpgo.ServerConfig.Tasks); go-sdk v1.8.0 has no
+// tasks.
+
+// startMCPGoTasks starts the mcp-go server with its 2025-11-25 tasks,
+// writing to a fresh ledger.
+func startMCPGoTasks(t *testing.T) (*sideeffects.Memory, string) {
+	t.Helper()
+	l := sideeffects.NewMemory()
+	s, err := mcpgo.NewServer(mcpgo.ServerConfig{Recorder: l, Tasks: mcpgo.TasksLegacy})
+	require.NoError(t, err)
+	return l, mount(t, s)
+}
 
 // rpc posts one request on the raw session and returns its response,
 // whether the SDK answered JSON or an event stream.
@@ -83,7 +98,7 @@ func (r *raw) awaitTerminal(taskID string) mcpwire.Task {
 // charge on stream task:<id>, the result written only when tasks/result
 // hands it out.
 func TestMCPGoServerTasks_CurrentBehaviour(t *testing.T) {
-	_, l, url := startServer(t, ServerConfig{Tasks: TasksLegacy})
+	l, url := startMCPGoTasks(t)
 	r := rawConnect(t, url+"/mcp")
 
 	caps := r.rpc(2, mcpwire.MethodToolsList, `{}`)
@@ -103,8 +118,8 @@ func TestMCPGoServerTasks_CurrentBehaviour(t *testing.T) {
 	done := r.awaitTerminal(created.TaskID)
 	assert.Equal(t, mcpwire.TaskCompleted, done.Status)
 	assert.NotContains(t, string(r.getTask(5, created.TaskID).Result), "structuredContent")
-	assert.Empty(t, ofKind(l, kindIs(sideeffects.KindResultWritten)), "nothing handed out yet")
-	charges := ofKind(l, kindIs(sideeffects.KindCharge))
+	assert.Empty(t, l.Of(sideeffects.KindResultWritten), "nothing handed out yet")
+	charges := l.Of(sideeffects.KindCharge)
 	require.Len(t, charges, 2)
 
 	for i := range 2 {
@@ -113,7 +128,7 @@ func TestMCPGoServerTasks_CurrentBehaviour(t *testing.T) {
 		assert.Contains(t, string(res.Result), `"charged":true`)
 		assert.Contains(t, string(res.Result), `"io.modelcontextprotocol/related-task":{"taskId":"`+created.TaskID+`"}`)
 	}
-	written := ofKind(l, kindIs(sideeffects.KindResultWritten))
+	written := l.Of(sideeffects.KindResultWritten)
 	require.Len(t, written, 2, "each tasks/result hand-out is recorded")
 	assert.Equal(t, "task:"+created.TaskID, written[0].Stream)
 	assert.Equal(t, "3", written[0].RequestID, "as the tools/call's result")
@@ -139,12 +154,12 @@ func TestMCPGoServerTasks_CurrentBehaviour(t *testing.T) {
 // runs out ("task has expired"), running or not. A new server (a
 // restart) knows none of the old tasks: the store is the process's memory.
 func TestMCPGoServerTaskCancelAndTTL_CurrentBehaviour(t *testing.T) {
-	_, l, url := startServer(t, ServerConfig{Tasks: TasksLegacy})
+	l, url := startMCPGoTasks(t)
 	r := rawConnect(t, url+"/mcp")
 	running := r.taskCall(2, "c", 200, `{}`)
 	ack := taskOf(t, r.rpc(3, mcpwire.MethodTasksCancel, fmt.Sprintf(`{"taskId":%q}`, running.TaskID)))
 	assert.Equal(t, mcpwire.TaskCancelled, ack.Status)
-	require.Eventually(t, func() bool { return len(ofKind(l, kindIs(sideeffects.KindCharge))) == 1 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return len(l.Of(sideeffects.KindCharge)) == 1 }, 10*time.Second, 5*time.Millisecond,
 		"the adapter's tool ignores the cancelled context and charges")
 	assert.Equal(t, mcpwire.TaskCancelled, taskOf(t, r.getTask(4, running.TaskID)).Status)
 	empty := r.rpc(7, mcpwire.MethodTasksResult, fmt.Sprintf(`{"taskId":%q}`, running.TaskID))
@@ -160,21 +175,11 @@ func TestMCPGoServerTaskCancelAndTTL_CurrentBehaviour(t *testing.T) {
 		return m.Error != nil && m.Error.Message == "task has expired"
 	}, 10*time.Second, 5*time.Millisecond)
 
-	_, _, url2 := startServer(t, ServerConfig{Tasks: TasksLegacy})
+	_, url2 := startMCPGoTasks(t)
 	r2 := rawConnect(t, url2+"/mcp")
 	gone := r2.getTask(2, running.TaskID)
 	require.NotNil(t, gone.Error)
 	assert.Equal(t, "task not found", gone.Error.Message, "the in-memory store does not outlive the server")
-}
-
-func ofKind(l *sideeffects.Memory, keep func(sideeffects.Record) bool) []sideeffects.Record {
-	var out []sideeffects.Record
-	for _, r := range l.Records() {
-		if keep(r) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // TestResumableLegacyTasksAgainstMCPGoServer: the resumable client with
@@ -182,7 +187,7 @@ func ofKind(l *sideeffects.Memory, keep func(sideeffects.Record) bool) []sideeff
 // the same session, which mcp-go binds the task to) and fetches the
 // result once: charged once, ok once.
 func TestResumableLegacyTasksAgainstMCPGoServer(t *testing.T) {
-	_, l, url := startServer(t, ServerConfig{Tasks: TasksLegacy})
+	l, url := startMCPGoTasks(t)
 	p := newProxy(t, url)
 	w := newWatch()
 	polling := w.on(func(r history.Record) bool { return r.Kind == history.KindTask })
@@ -198,18 +203,8 @@ func TestResumableLegacyTasksAgainstMCPGoServer(t *testing.T) {
 	recs := runWatched(t, run, p.URL+"/mcp", w, charge("c1", 300*time.Millisecond))
 	kinds := historyKinds(recs)
 	assert.Contains(t, kinds, history.KindTask)
-	assert.Equal(t, 1, count(kinds, history.KindInvoke))
-	assert.Equal(t, 1, count(kinds, history.KindOK), "history: %v", kinds)
-	assert.Len(t, ofKind(l, kindIs(sideeffects.KindCharge)), 1)
-	assert.Len(t, ofKind(l, kindIs(sideeffects.KindResultWritten)), 1, "the result fetched once")
-}
-
-func count(ks []history.Kind, k history.Kind) int {
-	n := 0
-	for _, x := range ks {
-		if x == k {
-			n++
-		}
-	}
-	return n
+	assert.Equal(t, 1, countIf(kinds, is(history.KindInvoke)))
+	assert.Equal(t, 1, countIf(kinds, is(history.KindOK)), "history: %v", kinds)
+	assert.Len(t, l.Of(sideeffects.KindCharge), 1)
+	assert.Len(t, l.Of(sideeffects.KindResultWritten), 1, "the result fetched once")
 }

@@ -1,4 +1,4 @@
-package gosdk
+package sdksuite
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,33 +19,116 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
+	refclient "github.com/chaosrun/chaosrun/targets/client"
 	"github.com/chaosrun/chaosrun/targets/history"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
-func newLedger() *sideeffects.Memory { return sideeffects.NewMemory() }
+// serve starts srv with cfg on 127.0.0.1:0 and returns its base URL. The
+// server is closed before the HTTP server, so that no hanging SSE request
+// keeps the HTTP server's Close waiting.
+func serve(t *testing.T, srv serverTarget, cfg serverConfig) string {
+	t.Helper()
+	_, url := start(t, srv, cfg)
+	return url
+}
+
+func start(t *testing.T, srv serverTarget, cfg serverConfig) (handler, string) {
+	t.Helper()
+	if cfg.recorder == nil {
+		cfg.recorder = sideeffects.NewMemory()
+	}
+	h, err := srv.start(cfg)
+	require.NoError(t, err)
+	return h, mount(t, h)
+}
+
+// mount serves h on 127.0.0.1:0 until the test ends, and returns its base
+// URL.
+func mount(t *testing.T, h handler) string {
+	t.Helper()
+	url := listen(t, h.Handler())
+	// Registered after listen, so it runs first.
+	t.Cleanup(func() { require.NoError(t, h.Close()) })
+	return url
+}
+
+// startServer starts an SDK's server writing to a fresh ledger.
+func startServer(t *testing.T, s sdk, cfg serverConfig) (handler, *sideeffects.Memory, string) {
+	t.Helper()
+	l := sideeffects.NewMemory()
+	cfg.recorder = l
+	h, url := start(t, s.server, cfg)
+	return h, l, url
+}
+
+// listen serves h on 127.0.0.1:0 and returns its base URL.
+func listen(t *testing.T, h http.Handler) string {
+	t.Helper()
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+func resumable(ctx context.Context, opts workload.Options, c workload.Client) error {
+	return refclient.Run(ctx, refclient.TargetResumable, opts, c)
+}
+
+// atVersion runs run asking for protocol version v.
+func atVersion(run runFunc, v string) runFunc {
+	return func(ctx context.Context, opts workload.Options, c workload.Client) error {
+		opts.Protocol = v
+		return run(ctx, opts, c)
+	}
+}
 
 func kindIs(k sideeffects.Kind) func(sideeffects.Record) bool {
 	return func(r sideeffects.Record) bool { return r.Kind == k }
 }
 
-// heldEvent is a ledger that holds the event_emitted record of seq until
-// release is closed. A tool records an event before it sends it, so the
-// event cannot go out before then: a test cuts a stream between two events
-// however the machine schedules the tool.
-type heldEvent struct {
+func kinds(recs []sideeffects.Record) map[sideeffects.Kind]int {
+	out := map[sideeffects.Kind]int{}
+	for _, r := range recs {
+		out[r.Kind]++
+	}
+	return out
+}
+
+// awaitCount waits until l holds at least n records of kind k.
+func awaitCount(t *testing.T, l *sideeffects.Memory, k sideeffects.Kind, n int, what string) {
+	t.Helper()
+	for {
+		next := l.Next(kindIs(k))
+		if l.Count(k) >= n {
+			return
+		}
+		await(t, next, what)
+	}
+}
+
+// held is a ledger that holds the first record match matches until
+// release is closed: the tool writing it waits. A tool records an event
+// before it sends it, and a charge before it returns, so a test cuts a
+// stream between two events, or acts while a call is in flight, however
+// the machine schedules the tool.
+type held struct {
 	*sideeffects.Memory
-	seq     int64
+	match   func(sideeffects.Record) bool
 	release chan struct{}
 }
 
-func holdEvent(l *sideeffects.Memory, seq int64) heldEvent {
-	return heldEvent{Memory: l, seq: seq, release: make(chan struct{})}
+func hold(l *sideeffects.Memory, match func(sideeffects.Record) bool) held {
+	return held{Memory: l, match: match, release: make(chan struct{})}
 }
 
-func (h heldEvent) Record(ctx context.Context, r sideeffects.Record) error {
-	if r.Kind == sideeffects.KindEventEmitted && r.Seq == h.seq {
+// holdEvent holds the event_emitted record of seq.
+func holdEvent(l *sideeffects.Memory, seq int64) held {
+	return hold(l, func(r sideeffects.Record) bool { return r.Kind == sideeffects.KindEventEmitted && r.Seq == seq })
+}
+
+func (h held) Record(ctx context.Context, r sideeffects.Record) error {
+	if h.match(r) {
 		select {
 		case <-h.release:
 		case <-ctx.Done():
@@ -61,14 +145,6 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
 	}
-}
-
-// serve starts h on 127.0.0.1:0 and returns its base URL.
-func serve(t *testing.T, h http.Handler) string {
-	t.Helper()
-	hs := httptest.NewServer(h)
-	t.Cleanup(hs.Close)
-	return hs.URL
 }
 
 // proxy is an in-process Toxiproxy proxy in front of upstream (host:port).
@@ -94,17 +170,38 @@ func (p *proxy) cut(t *testing.T) {
 	require.NoError(t, p.p.Start())
 }
 
+// cutWhen cuts every connection through p once trigger fires, then calls
+// then (if not nil). The client's unknown record waits until the proxy
+// accepts again, so that its next call does not find it refusing, and
+// until every channel of also is closed.
+func cutWhen(t *testing.T, p *proxy, w *watch, trigger <-chan struct{}, then func(), also ...<-chan struct{}) {
+	healed := make(chan struct{})
+	w.hold = func(r history.Record) {
+		if r.Kind == history.KindUnknown {
+			for _, ch := range append([]<-chan struct{}{healed}, also...) {
+				<-ch
+			}
+		}
+	}
+	go func() {
+		await(t, trigger, "the call to be under way")
+		p.cut(t)
+		close(healed)
+		if then != nil {
+			then()
+		}
+	}()
+}
+
 // runClient runs run for one logical client and returns its history.
-func runClient(t *testing.T, run func(context.Context, workload.Options, workload.Client) error,
-	endpoint string, calls ...workload.Call) []history.Record {
+func runClient(t *testing.T, run runFunc, endpoint string, calls ...workload.Call) []history.Record {
 	t.Helper()
 	return runWatched(t, run, endpoint, newWatch(), calls...)
 }
 
 // runWatched is runClient with w watching the history as it is written and
 // the client's HTTP responses as they arrive.
-func runWatched(t *testing.T, run func(context.Context, workload.Options, workload.Client) error,
-	endpoint string, w *watch, calls ...workload.Call) []history.Record {
+func runWatched(t *testing.T, run runFunc, endpoint string, w *watch, calls ...workload.Call) []history.Record {
 	t.Helper()
 	clock := runclock.Start()
 	opts := workload.Options{Endpoint: endpoint, Clock: clock, History: history.NewWriter(w, clock)}
@@ -118,6 +215,9 @@ func runWatched(t *testing.T, run func(context.Context, workload.Options, worklo
 // HTTP trace that signals the first response byte after an invoke: the
 // moment the answer to a tools/call starts arriving.
 type watch struct {
+	// hold, if set, is called with every record before it is stored; the
+	// client writing the record waits until hold returns.
+	hold    func(history.Record)
 	mu      sync.Mutex
 	recs    []history.Record
 	waiters []histWaiter
@@ -137,6 +237,9 @@ func (w *watch) Write(p []byte) (int, error) {
 	var r history.Record
 	if err := json.Unmarshal(p, &r); err != nil {
 		return 0, err
+	}
+	if w.hold != nil {
+		w.hold(r)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -205,10 +308,80 @@ func historyKinds(recs []history.Record) []history.Kind {
 	return out
 }
 
+func withoutEvents(recs []history.Record) []history.Kind {
+	var out []history.Kind
+	for _, r := range recs {
+		if r.Kind != history.KindEvent {
+			out = append(out, r.Kind)
+		}
+	}
+	return out
+}
+
+// onlyKinds lists the kinds of the records whose kind is one of ks.
+func onlyKinds(recs []history.Record, ks ...history.Kind) []history.Kind {
+	var out []history.Kind
+	for _, r := range recs {
+		if slices.Contains(ks, r.Kind) {
+			out = append(out, r.Kind)
+		}
+	}
+	return out
+}
+
+// events returns the seq of every event record, in order.
+func events(recs []history.Record) []int64 {
+	var out []int64
+	for _, r := range recs {
+		if r.Kind == history.KindEvent {
+			out = append(out, r.Seq)
+		}
+	}
+	return out
+}
+
+func only(recs []history.Record, k history.Kind) []history.Record {
+	var out []history.Record
+	for _, r := range recs {
+		if r.Kind == k {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// between returns the records after the first of kind from and before the
+// next of kind to.
+func between(recs []history.Record, from, to history.Kind) []history.Record {
+	var out []history.Record
+	in := false
+	for _, r := range recs {
+		switch {
+		case !in && r.Kind == from:
+			in = true
+		case in && r.Kind == to:
+			return out
+		case in:
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// newHTTPClient is an HTTP client of the test's own: no test reuses a
+// kept connection to another test's server, closed since, whose port a
+// new server may have taken.
+func newHTTPClient(t *testing.T) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
 // raw is a hand-driven MCP session over plain HTTP, for asserting exactly
 // what a server answers.
 type raw struct {
 	t       *testing.T
+	hc      *http.Client
 	url     string
 	session string
 }
@@ -219,7 +392,7 @@ const rawInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"
 // rawConnect initializes a session on the MCP endpoint url.
 func rawConnect(t *testing.T, url string) *raw {
 	t.Helper()
-	r := &raw{t: t, url: url}
+	r := &raw{t: t, hc: newHTTPClient(t), url: url}
 	resp := r.post(rawInitialize)
 	r.session = resp.Header.Get("Mcp-Session-Id")
 	_, _ = io.Copy(io.Discard, resp.Body)
@@ -246,7 +419,7 @@ func (r *raw) request(method, body string) *http.Request {
 }
 
 func (r *raw) do(req *http.Request) *http.Response {
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := r.hc.Do(req)
 	require.NoError(r.t, err)
 	r.t.Cleanup(func() { resp.Body.Close() })
 	return resp

@@ -51,7 +51,7 @@ func sampleRun() *Run {
 			Verdict: verdict(check.Fail, check.NoDuplicateSideEffects)},
 		{Name: "fixed", Dir: "r1/fixed", Expected: check.Pass, Reasons: []string{"verdict is fail, expected pass"},
 			Verdict: &check.Verdict{Verdict: check.Fail, Violations: []string{check.NoSessionFork},
-				Invariants: []check.Result{{ID: check.NoSessionFork, Status: check.Violated, Summary: "1 fork", Evidence: []string{"ledger n=3"}}}}},
+				Invariants: []check.Result{{ID: check.NoSessionFork, Status: check.Violated, Summary: "1 fork", Evidence: []check.Evidence{{Text: "ledger n=3", Refs: []check.Ref{{File: check.RefLedger, N: 3}}}}}}}},
 		{Name: "broken", Dir: "r1/broken", Expected: check.Pass, Error: "server did not start"},
 	}}
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,11 +21,20 @@ import (
 // the local runtime starts os.Executable() with "agent ROLE ...", exactly
 // as it starts the chaosrun binary.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "agent" {
+	if os.Getenv(asCLI) == "1" { // the binary as a script runs it, and its agents: stopped by signals, as main is
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "agent" || len(os.Args) > 2 && os.Args[1] == "probe" && os.Args[2] == "helper" {
 		os.Exit(execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
+
+// asCLI makes the test binary the chaosrun command, for scripts a test runs.
+const asCLI = "CHAOSRUN_TEST_AS_CLI"
 
 func chaosrun(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()

@@ -43,7 +43,7 @@ func faultHit(in Input, order []int, calls []Call, lines historyLines) Result {
 	for i := range in.Faults {
 		f := &in.Faults[i]
 		if f.Error != "" {
-			ev.add("%s: not counted, the injection failed: %s", describe(f), f.Error)
+			ev.add("%s: not counted, the injection failed: %s", describe(f, i+1), f.Error)
 			continue
 		}
 		injected++
@@ -51,18 +51,18 @@ func faultHit(in Input, order []int, calls []Call, lines historyLines) Result {
 		switch {
 		case b != nil:
 			hit++
-			where := ClientExitFile
+			where := citation{text: ClientExitFile, refs: []Ref{{File: RefExit}}}
 			if b.line > 0 {
 				where = lines.many(b.line)
 			}
 			ev.add("%s hit call %s of %s (%s): %s %s at %s",
-				describe(f), c.ID, c.Client, lines.many(c.First), where, b.what, seconds(b.tus))
+				describe(f, i+1), c.ID, c.Client, lines.many(c.First), where, b.what, seconds(b.tus))
 		case overlaps > 0:
 			overlapping++
 			ev.add("%s overlapped %s in flight (first: call %s of %s, %s), but no client's stream broke during them",
-				describe(f), count(overlaps, "call"), c.ID, c.Client, lines.many(c.First))
+				describe(f, i+1), count(overlaps, "call"), c.ID, c.Client, lines.many(c.First))
 		default:
-			ev.add("%s overlapped no call in flight", describe(f))
+			ev.add("%s overlapped no call in flight", describe(f, i+1))
 		}
 	}
 	var summary string
@@ -174,9 +174,14 @@ func breaksFromHistory(hist []history.Record, order []int) map[string][]streamBr
 	return out
 }
 
-// describe names a fault entry: its place in the experiment, repeat, kind,
-// target and window.
-func describe(f *faults.Entry) string {
+// describe names a fault entry, the line-th of the fault log: its place in
+// the experiment, repeat, kind, target and window.
+func describe(f *faults.Entry, line int) citation {
+	return citation{text: describeText(f), refs: []Ref{{File: RefFaults, N: int64(line)}}}
+}
+
+// describeText is describe's text.
+func describeText(f *faults.Entry) string {
 	repeat := ""
 	if f.Repeat > 0 {
 		repeat = fmt.Sprintf(" repeat %d", f.Repeat)

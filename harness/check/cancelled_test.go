@@ -71,7 +71,7 @@ func TestCancelledCommitsSurfaced(t *testing.T) {
 			assert.Equal(t, tc.unsurfaced, v.Figures.CancelledUnsurfaced)
 			if tc.status == Violated {
 				require.NotEmpty(t, res.Evidence)
-				assert.Contains(t, res.Evidence[0], "ledger n=2, n=3: order pay-1 committed after the server saw request c1-2 (no session) cancelled; c1 reported the call ok at history line 5")
+				assert.Contains(t, res.Evidence[0].Text, "ledger n=2, n=3: order pay-1 committed after the server saw request c1-2 (no session) cancelled; c1 reported the call ok at history line 5")
 			}
 		})
 	}

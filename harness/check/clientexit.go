@@ -34,7 +34,7 @@ func clientSurvived(in Input) Result {
 		r.Account = AccountExit
 		return r
 	}
-	ev.add("%s: %s%s%s", ClientExitFile, e.Status, at(e.TUS), duringFault(in, e.TUS))
+	ev.add("%s: %s%s%s", citation{text: ClientExitFile, refs: []Ref{{File: RefExit}}}, e.Status, at(e.TUS), duringFault(in, e.TUS))
 	for _, l := range e.Tail {
 		ev.add("its output: %s", l)
 	}
@@ -65,7 +65,7 @@ func duringFault(in Input, us int64) string {
 			end += BreakGrace.Microseconds()
 		}
 		if f.Error == "" && f.StartUS <= us && us <= end {
-			return ", during " + describe(f)
+			return ", during " + describeText(f)
 		}
 	}
 	return ""

@@ -204,7 +204,9 @@ func (e Expectation) Match(v Verdict) (bool, []string) {
 	}
 	if r, ok := v.Result(WorkloadRan); ok && !r.Held() {
 		reasons = append(reasons, r.Summary)
-		reasons = append(reasons, r.Evidence...)
+		for _, e := range r.Evidence {
+			reasons = append(reasons, e.Text)
+		}
 	}
 	if e.Violations != nil || e.Verdict == Pass {
 		got, want := idSet(v.Violations), idSet(e.Violations)

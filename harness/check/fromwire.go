@@ -90,8 +90,8 @@ import (
 // the wire proves and does not prove of them.
 type wireLedger struct {
 	records []sideeffects.Record
-	// derived says, by record ID, what a record that no wire record shows
-	// was derived from.
+	// derived says, by record ID, by what rule a record that no wire record
+	// shows was derived from the wire record its N names.
 	derived map[string]string
 	// uncertain says, by record ID, why a charge may or may not have
 	// happened.
@@ -202,8 +202,8 @@ func (d *derivedLedger) add(r *wire.Record, rec sideeffects.Record) *sideeffects
 	return &d.out.records[len(d.out.records)-1]
 }
 
-// addDerived appends rec, which no wire record shows: from says what it
-// was derived from.
+// addDerived appends rec, which no wire record shows, derived from wire
+// record r by the rule from says.
 func (d *derivedLedger) addDerived(r *wire.Record, rec sideeffects.Record, from string) {
 	id := d.add(r, rec).ID
 	d.out.derived[id] = from
@@ -419,7 +419,7 @@ func (d *derivedLedger) settle() {
 			end := &wire.Record{N: c.startN, TUS: d.lastUS + 1}
 			d.addDerived(end, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: key.Session, Client: c.client,
 				RequestID: key.RequestID, Tool: c.tool, OrderID: c.op},
-				fmt.Sprintf("derived from wire record %d: the call reached the server there, and its result never crossed the server edge", c.startN))
+				"the call reached the server there, and its result never crossed the server edge")
 		}
 	}
 }

@@ -119,7 +119,7 @@ func TestLedgerFromWireDerivesTheIncident(t *testing.T) {
 		}
 	}
 	dup, _ := v.Result(NoDuplicateSideEffects)
-	assert.Equal(t, []string{"wire records 4, 11: order pay-1 charged 2 times"}, dup.Evidence)
+	assert.Equal(t, []string{"wire records 4, 11: order pay-1 charged 2 times"}, texts(dup.Evidence))
 }
 
 func TestBothAccountsAgreeOnTheIncident(t *testing.T) {
@@ -172,7 +172,7 @@ func TestLedgerFromWireDerivesEventsFromSkippedIds(t *testing.T) {
 			seqs, ids = append(seqs, r.Seq), append(ids, r.EventID)
 			if wl.derived[r.ID] != "" {
 				derived++
-				assert.Contains(t, wl.derived[r.ID], "derived from event ids")
+				assert.Contains(t, wl.derived[r.ID], "its ids count one by one")
 			}
 		}
 	}
@@ -350,9 +350,9 @@ func TestHistoryFromWireJudgesAClientOfTheUsersOwn(t *testing.T) {
 		"the two sessions share a client name, and nothing but the name ties them to one client")
 	hit, _ := v.Result(FaultHit)
 	assert.True(t, hit.Held(), hit.Summary)
-	assert.Contains(t, hit.Evidence[0], "wire record", "the evidence names wire records, not a history file")
+	assert.Contains(t, hit.Evidence[0].Text, "wire record", "the evidence names wire records, not a history file")
 	res, _ := v.Result(OutcomesResolved)
-	assert.Contains(t, res.Evidence[0], "wire records")
+	assert.Contains(t, res.Evidence[0].Text, "wire records")
 }
 
 func TestHistoryFromWireSurfacesWhatTheServerSaidWasLost(t *testing.T) {

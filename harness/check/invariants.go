@@ -76,20 +76,16 @@ func noSilentLoss(acc *Accounts) Result {
 		if s.LostSilent == 0 {
 			continue
 		}
-		ns := make([]int64, len(s.Silent))
-		for i, l := range s.Silent {
-			ns[i] = l.N
-		}
 		ev.add("%s: %d of %d events of %s lost silently (seq %d..%d); the client received past them at %s",
-			acc.refs(ns), s.LostSilent, s.Emitted, streamName(s.StreamKey),
+			acc.eventRefs(s.Silent), s.LostSilent, s.Emitted, streamName(s.StreamKey),
 			s.Silent[0].Seq, s.Silent[len(s.Silent)-1].Seq, acc.lines.many(s.Later))
 	}
 	if e.LostSilent > 0 {
 		return ev.result(NoSilentEventLoss, false, summary)
 	}
 	if unseen := acc.unseenLoss(); len(unseen) > 0 {
-		for _, why := range unseen {
-			ev.add("%s", why)
+		for _, u := range unseen {
+			ev.add("%s: %s", u.at, u.why)
 		}
 		return ev.cannotTell(NoSilentEventLoss, fmt.Sprintf("%s; %s broke, and the client received more of it afterwards, with no gap surfaced and no event ids that prove what the server emitted meanwhile",
 			summary, count(len(unseen), "stream")))
@@ -106,20 +102,26 @@ func noSilentLoss(acc *Accounts) Result {
 // events may have been lost silently out of its sight: the stream broke,
 // the edge may not have carried what the server emitted meanwhile, and the
 // client received more of it afterwards with no gap surfaced.
-func (acc *Accounts) unseenLoss() []string {
+func (acc *Accounts) unseenLoss() []unseenStream {
 	if acc.wire == nil {
 		return nil
 	}
-	var out []string
+	var out []unseenStream
 	for _, s := range acc.Streams {
 		sight := acc.wire.sight[s.StreamKey]
 		if sight == nil || sight.Partial == "" || sight.BrokeUS == 0 || !acc.receivedAfter(s.StreamKey, sight.BrokeUS) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s", acc.ref(sight.BrokeN), sight.Partial))
+		out = append(out, unseenStream{at: acc.ref(sight.BrokeN), why: sight.Partial})
 	}
-	slices.Sort(out)
 	return out
+}
+
+// unseenStream is a stream whose events the wire may not have seen: the
+// record where it stopped being carried, and why that hides events.
+type unseenStream struct {
+	at  citation
+	why string
 }
 
 // noFork: no logical client held two live sessions at once. Who held a
@@ -170,7 +172,7 @@ func noOrphans(acc *Accounts) Result {
 			continue
 		}
 		if o.Derived != "" {
-			ev.add("result of %s, %s, never read", streamName(o.StreamKey), o.Derived)
+			ev.add("%s: result of %s never read (%s)", acc.derivedRef(o.N), streamName(o.StreamKey), o.Derived)
 			continue
 		}
 		ev.add("%s: result of %s (event id %d) written, never read", acc.ref(o.N), streamName(o.StreamKey), o.EventID)
@@ -254,11 +256,21 @@ func streamName(k StreamKey) string {
 	return fmt.Sprintf("request %s in session %s", k.RequestID, k.Session)
 }
 
-// refs renders record numbers of the account's ledger: "ledger n=1, n=2
+// refs cites record numbers of the account's ledger: "ledger n=1, n=2
 // (+3 more)", or for a ledger derived from the wire "wire records 1, 2".
-func (acc *Accounts) refs(ns []int64) string {
+// Every number is cited, the ones past refsShown too.
+func (acc *Accounts) refs(ns []int64) citation {
 	parts := make([]string, 0, refsShown)
-	for _, n := range ns[:min(len(ns), refsShown)] {
+	file := RefLedger
+	if acc.Source == SourceWire {
+		file = RefWire
+	}
+	c := citation{}
+	for i, n := range ns {
+		c.refs = append(c.refs, Ref{File: file, N: n})
+		if i >= refsShown {
+			continue
+		}
 		if acc.Source == SourceWire {
 			parts = append(parts, fmt.Sprint(n))
 		} else {
@@ -266,17 +278,47 @@ func (acc *Accounts) refs(ns []int64) string {
 		}
 	}
 	if acc.Source != SourceWire {
-		return "ledger " + strings.Join(parts, ", ") + more(len(ns))
+		c.text = "ledger " + strings.Join(parts, ", ") + more(len(ns))
+		return c
 	}
 	word := "record"
 	if len(ns) > 1 {
 		word = "records"
 	}
-	return "wire " + word + " " + strings.Join(parts, ", ") + more(len(ns))
+	c.text = "wire " + word + " " + strings.Join(parts, ", ") + more(len(ns))
+	return c
 }
 
-// ref renders one record number of the account's ledger.
-func (acc *Accounts) ref(n int64) string { return acc.refs([]int64{n}) }
+// derivedRef cites the wire record a fact was derived from: "derived from
+// wire record 12".
+func (acc *Accounts) derivedRef(n int64) citation {
+	return citation{text: fmt.Sprintf("derived from wire record %d", n), refs: []Ref{{File: RefWire, N: n, Derived: true}}}
+}
+
+// eventRefs cites the records of emitted events; those derived from event
+// ids cite the record they were derived from, and the text says how many.
+func (acc *Accounts) eventRefs(events []EmittedEvent) citation {
+	ns := make([]int64, len(events))
+	derived := 0
+	for i, e := range events {
+		ns[i] = e.N
+		if e.Derived {
+			derived++
+		}
+	}
+	c := acc.refs(ns)
+	if derived == 0 {
+		return c
+	}
+	for i, e := range events {
+		c.refs[i].Derived = e.Derived
+	}
+	c.text += fmt.Sprintf(" (%d of them derived from event ids a resume skipped, citing the record that resumed)", derived)
+	return c
+}
+
+// ref cites one record number of the account's ledger.
+func (acc *Accounts) ref(n int64) citation { return acc.refs([]int64{n}) }
 
 // historyLines names history lines in evidence. Nil is history.jsonl:
 // "history line 4", "history lines 4, 9". For a history derived from the
@@ -284,13 +326,17 @@ func (acc *Accounts) ref(n int64) string { return acc.refs([]int64{n}) }
 // names those: "wire records 12, 30".
 type historyLines []int64
 
-func (h historyLines) many(lines ...int) string {
+func (h historyLines) many(lines ...int) citation {
 	parts := make([]string, 0, refsShown)
-	for _, l := range lines[:min(len(lines), refsShown)] {
+	c := citation{}
+	for i, l := range lines {
+		r := Ref{File: RefHistory, N: int64(l)}
 		if h != nil && l >= 1 && l <= len(h) {
-			parts = append(parts, fmt.Sprint(h[l-1]))
-		} else {
-			parts = append(parts, fmt.Sprint(l))
+			r = Ref{File: RefWire, N: h[l-1]}
+		}
+		c.refs = append(c.refs, r)
+		if i < refsShown {
+			parts = append(parts, fmt.Sprint(r.N))
 		}
 	}
 	file, word := "history", "line"
@@ -300,7 +346,8 @@ func (h historyLines) many(lines ...int) string {
 	if len(lines) > 1 {
 		word += "s"
 	}
-	return file + " " + word + " " + strings.Join(parts, ", ") + more(len(lines))
+	c.text = file + " " + word + " " + strings.Join(parts, ", ") + more(len(lines))
+	return c
 }
 
 // count renders n with its noun: "1 charge", "2 charges". many is the

@@ -152,7 +152,11 @@ func TestInvariants(t *testing.T) {
 				r, ok := v.Result(id)
 				require.True(t, ok)
 				assert.Equal(t, tc.held, r.Held(), r.Summary)
-				assert.Contains(t, r.Summary+"\n"+strings.Join(r.Evidence, "\n"), tc.proves)
+				text := r.Summary
+				for _, e := range r.Evidence {
+					text += "\n" + e.Text
+				}
+				assert.Contains(t, text, tc.proves)
 				hit, _ := v.Result(FaultHit)
 				require.True(t, hit.Held(), "every case is built with a fault that hits")
 				want := Pass
@@ -237,7 +241,7 @@ func TestFaultHit(t *testing.T) {
 			assert.Equal(t, FaultHit, a.ID)
 			assert.Equal(t, tc.held, a.Held())
 			assert.Contains(t, a.Summary, tc.summary)
-			assert.Contains(t, strings.Join(a.Evidence, "\n"), tc.proves)
+			assert.Contains(t, strings.Join(texts(a.Evidence), "\n"), tc.proves)
 			assert.Contains(t, v.Violations, NoDuplicateSideEffects, "invariants are judged either way")
 			if tc.held {
 				assert.Equal(t, Fail, v.Verdict)
@@ -260,7 +264,7 @@ func TestEvidenceIsBounded(t *testing.T) {
 	res, _ := Judge(r.in).Result(NoDuplicateSideEffects)
 	assert.Len(t, res.Evidence, MaxEvidence)
 	assert.Equal(t, 15, res.Omitted)
-	assert.Equal(t, "ledger n=2, n=3, n=52, n=53, n=54 (+4 more): order o-0 charged 9 times", res.Evidence[0])
+	assert.Equal(t, "ledger n=2, n=3, n=52, n=53, n=54 (+4 more): order o-0 charged 9 times", res.Evidence[0].Text)
 }
 
 func TestFigureNamesMatchJSON(t *testing.T) {
@@ -302,7 +306,7 @@ func TestAWorkloadTheServerRefusesIsAWorkloadError(t *testing.T) {
 	assert.Equal(t, WorkloadError, v.Verdict)
 	ran, _ := v.Result(WorkloadRan)
 	assert.False(t, ran.Held())
-	assert.Equal(t, []string{`history line 4: call a of c1 failed: jsonrpc error -32602: unknown tool "hello"`}, ran.Evidence,
+	assert.Equal(t, []string{`history line 4: call a of c1 failed: jsonrpc error -32602: unknown tool "hello"`}, texts(ran.Evidence),
 		"the server's own words")
 	ok, reasons := Expectation{Verdict: Inconclusive}.Match(v)
 	assert.False(t, ok, "no experiment expects a workload error")

@@ -248,3 +248,12 @@ var scenarios = []struct {
 	{"session_expired_unknown", sessionExpiredUnknown},
 	{"client_crash_memory_cursor", clientCrashMemoryCursor},
 }
+
+// texts is the text of each evidence line.
+func texts(ev []Evidence) []string {
+	out := make([]string, len(ev))
+	for i, e := range ev {
+		out[i] = e.Text
+	}
+	return out
+}

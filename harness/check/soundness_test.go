@@ -158,11 +158,11 @@ func TestAClientThatDiedIsReported(t *testing.T) {
 	v := Judge(in)
 	hit, _ := v.Result(FaultHit)
 	assert.True(t, hit.Held(), "the fault brought the client down: it hit")
-	assert.Contains(t, hit.Evidence[0], ClientExitFile)
+	assert.Contains(t, hit.Evidence[0].Text, ClientExitFile)
 	r, _ := v.Result(ClientSurvived)
 	assert.Equal(t, Violated, r.Status)
 	assert.Contains(t, r.Summary, "exit status 1 at 3.000s, during fault 0")
-	assert.Contains(t, r.Evidence, "its output: panic: connection reset by peer")
+	assert.Contains(t, texts(r.Evidence), "its output: panic: connection reset by peer")
 	assert.Contains(t, v.Violations, ClientSurvived)
 	require.NotNil(t, v.ClientExit, "the exit record is part of the verdict")
 
@@ -273,7 +273,7 @@ func TestErrorsAreNotWork(t *testing.T) {
 	v = Judge(in)
 	assert.Equal(t, WorkloadError, v.Verdict, "a typo in a tool name is a workload error, not a fault that missed")
 	ran, _ := v.Result(WorkloadRan)
-	assert.Contains(t, ran.Evidence[0], `unknown tool "plac_order"`, "with the server's own message")
+	assert.Contains(t, ran.Evidence[0].Text, `unknown tool "plac_order"`, "with the server's own message")
 	assert.Zero(t, v.Figures.Charges)
 }
 
@@ -300,14 +300,23 @@ func TestEvidenceCitesOnlyRecordsThatExist(t *testing.T) {
 	cited, derived := 0, 0
 	for _, r := range append(v.Assumptions, v.Invariants...) {
 		for _, e := range r.Evidence {
-			if regexp.MustCompile(`derived`).MatchString(e) {
-				derived++
+			refs := map[int64]bool{}
+			for _, c := range e.Refs {
+				if c.File != RefWire {
+					continue
+				}
+				assert.True(t, exists[c.N], "evidence %q cites wire record %d, which is not in the %d records", e.Text, c.N, len(in.Wire))
+				refs[c.N] = true
+				cited++
+				if c.Derived {
+					derived++
+					assert.Contains(t, e.Text, "derived", "a fact derived from a record says so")
+				}
 			}
-			for _, m := range wireCites.FindAllStringSubmatch(e, -1) {
+			for _, m := range wireCites.FindAllStringSubmatch(e.Text, -1) {
 				for _, n := range regexp.MustCompile(`\d+`).FindAllString(m[1], -1) {
 					k, _ := strconv.ParseInt(n, 10, 64)
-					assert.True(t, exists[k], "evidence %q cites wire record %d, which is not in the %d records", e, k, len(in.Wire))
-					cited++
+					assert.True(t, refs[k], "the text of %q names wire record %d, which its refs do not", e.Text, k)
 				}
 			}
 		}
@@ -328,7 +337,7 @@ func TestDerivedRecordsSayWhatTheyCameFrom(t *testing.T) {
 		if from := wl.derived[r.ID]; from != "" {
 			n++
 			assert.Equal(t, sideeffects.KindResultWritten, r.Kind)
-			assert.Contains(t, from, "derived from wire record")
+			assert.Contains(t, from, "its result never crossed the server edge")
 		}
 	}
 	assert.Equal(t, 1, n, "the cut call's result")

@@ -115,11 +115,49 @@ type Result struct {
 	// session the server expired while no client asked about it): a limit
 	// of the wire, told, not a disagreement.
 	Unseen string `json:"unseen,omitempty"`
-	// Evidence names the records that prove the status, such as
-	// "ledger n=12: ..." or "history line 34: ...", at most MaxEvidence.
-	Evidence []string `json:"evidence,omitempty"`
-	Omitted  int      `json:"omitted,omitempty"` // evidence lines left off
+	// Evidence is what proves the status, at most MaxEvidence lines, each
+	// with the records it names.
+	Evidence []Evidence `json:"evidence,omitempty"`
+	Omitted  int        `json:"omitted,omitempty"` // evidence lines left off
 }
+
+// Evidence is one line of evidence: its text, such as "ledger n=12: ..."
+// or "history line 34: ...", and the records it names, so a reader (the
+// timeline) links them without reading the text.
+type Evidence struct {
+	Text string `json:"text"`
+	Refs []Ref  `json:"refs,omitempty"`
+}
+
+// The record files a [Ref] names.
+const (
+	RefWire    = "wire"    // wire.jsonl, by record n
+	RefLedger  = "ledger"  // ledger.jsonl, by record n
+	RefHistory = "history" // history.jsonl, by line
+	RefFaults  = "faults"  // faults.jsonl, by line
+	RefExit    = "exit"    // client-exit.json (N is 0)
+)
+
+// Ref names one record. Derived marks a record a fact was derived from, by
+// a stated rule, rather than one that shows it.
+type Ref struct {
+	File    string `json:"file"`
+	N       int64  `json:"n"`
+	Derived bool   `json:"derived,omitempty"`
+}
+
+// UnmarshalJSON reads an evidence line, or a plain string as verdicts saved
+// before evidence carried its records.
+func (e *Evidence) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &e.Text)
+	}
+	type plain Evidence
+	return json.Unmarshal(b, (*plain)(e))
+}
+
+// String is the evidence's text.
+func (e Evidence) String() string { return e.Text }
 
 // Held reports whether the result held.
 func (r Result) Held() bool { return r.Status == Held }
@@ -175,17 +213,34 @@ func LoadVerdict(path string) (Verdict, error) {
 
 // evidence collects at most MaxEvidence lines and counts the rest.
 type evidence struct {
-	lines   []string
+	lines   []Evidence
 	omitted int
 }
 
+// add formats one line. The records it names are those of its citation
+// arguments ([Accounts.refs], [historyLines.many], fault descriptions),
+// which print as their text.
 func (e *evidence) add(format string, args ...any) {
 	if len(e.lines) >= MaxEvidence {
 		e.omitted++
 		return
 	}
-	e.lines = append(e.lines, fmt.Sprintf(format, args...))
+	line := Evidence{Text: fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if c, ok := a.(citation); ok {
+			line.Refs = append(line.Refs, c.refs...)
+		}
+	}
+	e.lines = append(e.lines, line)
 }
+
+// citation is text that names records, and the records it names.
+type citation struct {
+	text string
+	refs []Ref
+}
+
+func (c citation) String() string { return c.text }
 
 func (e *evidence) result(id string, held bool, summary string) Result {
 	status := Violated

@@ -311,8 +311,8 @@ func (d *derivedLedger) proveGaps(c *wireCall, evs []edgeEvent) string {
 			}
 			d.addDerived(&wire.Record{N: k.n, TUS: k.fromUS}, sideeffects.Record{Kind: sideeffects.KindEventEmitted,
 				Session: c.key.Session, Client: c.client, RequestID: c.key.RequestID, Tool: c.tool, EventID: id, Seq: id},
-				fmt.Sprintf("derived from event ids: the stream resumed at wire record %d with id %d after id %d, and the ids count one by one, so id %d was emitted and never carried",
-					k.n, k.to, k.from, id))
+				fmt.Sprintf("the stream resumed there with id %d after id %d, and its ids count one by one, so id %d was emitted and never carried",
+					k.to, k.from, id))
 		}
 	}
 	return ""

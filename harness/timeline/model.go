@@ -200,7 +200,7 @@ func build(x Experiment) *page {
 	b.wire(in.Wire)
 	b.faults(in.Faults)
 	p.Lanes = b.ordered()
-	p.Results = linkResults(x.Verdict, in.Faults)
+	p.Results = linkResults(x.Verdict)
 	return p
 }
 

@@ -3,7 +3,6 @@ package timeline
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -396,62 +395,26 @@ func (b *builder) faults(entries []faults.Entry) {
 	}
 }
 
-var (
-	numberedRE = regexp.MustCompile(`\b(ledger|wire) (n=\d+(?:, n=\d+)*)`)
-	linesRE    = regexp.MustCompile(`\bhistory lines? (\d+(?:, \d+)*)`)
-	wireRE     = regexp.MustCompile(`\bwire (?:record|line)s? (\d+(?:, \d+)*)`) // "line": verdicts saved before records were named so
-	faultRE    = regexp.MustCompile(`\bfault (\d+)(?: repeat (\d+))? \(`)
-	numberRE   = regexp.MustCompile(`\d+`)
-)
+// refFiles maps the files a verdict's evidence cites to the page's.
+var refFiles = map[string]int64{check.RefHistory: fileHistory, check.RefLedger: fileLedger, check.RefFaults: fileFaults, check.RefWire: fileWire}
 
 // linkResults copies the verdict's results with each evidence line linked to
-// the records it names: "ledger n=5, n=8", "history lines 4, 9", "wire
-// n=12", "wire records 12, 40" (a verdict judged from the wire alone), "fault
-// 0 repeat 2 (...)".
-func linkResults(v check.Verdict, entries []faults.Entry) []result {
+// the records it cites (check.Evidence.Refs); the exit record, which the
+// page does not show, is left out.
+func linkResults(v check.Verdict) []result {
 	var out []result
 	for _, r := range append(append([]check.Result(nil), v.Assumptions...), v.Invariants...) {
 		res := result{ID: r.ID, Status: r.Status, Summary: r.Summary, Account: r.Account, Disagreement: r.Disagreement, Omitted: r.Omitted}
 		for _, e := range r.Evidence {
-			res.Evidence = append(res.Evidence, evidence{Text: e, Refs: evidenceRefs(e, entries)})
+			line := evidence{Text: e.Text}
+			for _, c := range e.Refs {
+				if file, ok := refFiles[c.File]; ok {
+					line.Refs = append(line.Refs, ref{file, c.N})
+				}
+			}
+			res.Evidence = append(res.Evidence, line)
 		}
 		out = append(out, res)
-	}
-	return out
-}
-
-func evidenceRefs(text string, entries []faults.Entry) []ref {
-	var out []ref
-	for _, m := range numberedRE.FindAllStringSubmatch(text, -1) {
-		file := int64(fileLedger)
-		if m[1] == "wire" {
-			file = fileWire
-		}
-		for _, n := range numberRE.FindAllString(m[2], -1) {
-			v, _ := strconv.ParseInt(n, 10, 64)
-			out = append(out, ref{file, v})
-		}
-	}
-	for _, m := range linesRE.FindAllStringSubmatch(text, -1) {
-		for _, n := range numberRE.FindAllString(m[1], -1) {
-			v, _ := strconv.ParseInt(n, 10, 64)
-			out = append(out, ref{fileHistory, v})
-		}
-	}
-	for _, m := range wireRE.FindAllStringSubmatch(text, -1) {
-		for _, n := range numberRE.FindAllString(m[1], -1) {
-			v, _ := strconv.ParseInt(n, 10, 64)
-			out = append(out, ref{fileWire, v})
-		}
-	}
-	for _, m := range faultRE.FindAllStringSubmatch(text, -1) {
-		index, _ := strconv.Atoi(m[1])
-		repeat, _ := strconv.Atoi(m[2])
-		for i, f := range entries {
-			if f.Index == index && f.Repeat == repeat {
-				out = append(out, ref{fileFaults, int64(i + 1)})
-			}
-		}
 	}
 	return out
 }

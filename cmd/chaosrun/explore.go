@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/chaosrun/chaosrun/harness"
+	"github.com/chaosrun/chaosrun/harness/explore"
+	"github.com/spf13/cobra"
+)
+
+type exploreFlags struct {
+	runs                           int
+	forTime                        time.Duration
+	parallel                       int
+	seed                           int64
+	kinds                          []string
+	maxFaults                      int
+	maxWindow                      time.Duration
+	repeats, shrinkRuns, reproduce int
+	out                            string
+	quiet                          bool
+}
+
+func newExploreCmd() *cobra.Command {
+	var f exploreFlags
+	cmd := &cobra.Command{
+		Use:   "explore BASE.yaml (--runs N | --for 30m)",
+		Short: "Draw fault schedules for an experiment's targets and workload, and shrink every violation to a minimal experiment file",
+		Long: `Explore takes an experiment (its targets and workload) and runs it under fault schedules drawn
+from the whole catalogue: kinds, parameters, times and protocol triggers, several faults
+overlapping, within bounds (the file's explore: block, {kinds, max_faults, max_window}, or the
+flags). Every run is an ordinary experiment, saved and re-judgeable. On a violation, a harness
+error or a crash it shrinks the schedule (fewer faults, shorter windows, earlier times) while the
+same invariant stays violated on K runs, writes the minimal schedule as a ready-to-commit
+experiment file (expect: set to what it found) under OUT/explore-<id>/findings/, and runs it again
+--reproduce times. Distinct findings (different violated invariants) are kept apart. The same seed
+draws the same schedules.
+
+Exit codes: 0 nothing found, 1 some finding, 3 invalid input, 4 the harness failed.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.runs, "runs", 0, "schedules to try")
+	fl.DurationVar(&f.forTime, "for", 0, "explore for this long (wall time)")
+	fl.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "experiments run at once")
+	fl.Int64Var(&f.seed, "seed", 0, "seed of the schedules (default: the file's seed)")
+	fl.StringSliceVar(&f.kinds, "kinds", nil, "fault kinds to draw from (default: the file's explore.kinds, else every kind its targets take)")
+	fl.IntVar(&f.maxFaults, "max-faults", 0, "most faults in one schedule (default 3)")
+	fl.DurationVar(&f.maxWindow, "max-window", 0, "longest window, idle time or delay drawn, real-world (default 4m)")
+	fl.IntVar(&f.repeats, "repeats", 2, "runs a shrink step must violate the same invariant on")
+	fl.IntVar(&f.shrinkRuns, "shrink-runs", 40, "runs one shrink may spend")
+	fl.IntVar(&f.reproduce, "reproduce", 10, "runs of each minimal file, to count how often it reproduces")
+	fl.StringVar(&f.out, "out", "results", "results root; the exploration writes OUT/explore-<id>/")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines")
+	return cmd
+}
+
+func (f *exploreFlags) run(cmd *cobra.Command, base string) error {
+	if f.runs <= 0 && f.forTime <= 0 {
+		return withCode(exitInvalid, errors.New("give --runs N or --for DURATION"))
+	}
+	if f.parallel < 1 || f.repeats < 1 || f.reproduce < 0 {
+		return withCode(exitInvalid, errors.New("--parallel and --repeats must be at least 1, --reproduce at least 0"))
+	}
+	factory, err := harness.LocalRuntime()
+	if err != nil {
+		return withCode(exitHarness, err)
+	}
+	o := explore.Options{Base: base, Runs: f.runs, For: f.forTime, Bounds: explore.Bounds{Kinds: f.kinds, MaxFaults: f.maxFaults, MaxWindow: f.maxWindow},
+		Repeats: f.repeats, ShrinkRuns: f.shrinkRuns, Reproduce: f.reproduce, Parallel: f.parallel, NewRuntime: factory, RuntimeName: "local",
+		Out: filepath.Join(f.out, "explore-"+time.Now().UTC().Format("20060102-150405"))}
+	if cmd.Flags().Changed("seed") {
+		o.Seed = &f.seed
+	}
+	if !f.quiet {
+		o.Progress = cmd.ErrOrStderr()
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return withCode(exitHarness, err)
+	}
+	sum, err := explore.Run(cmd.Context(), o)
+	if errors.Is(err, explore.ErrInput) {
+		return withCode(exitInvalid, err)
+	}
+	if err != nil {
+		return withCode(exitHarness, err)
+	}
+	fmt.Fprint(cmd.OutOrStdout(), sum.Markdown())
+	fmt.Fprintf(cmd.OutOrStdout(), "\nexplore: %s\n", sum.Dir)
+	if len(sum.Findings) > 0 {
+		return withCode(exitNotMet, fmt.Errorf("%d finding(s); minimal files in %s", len(sum.Findings), filepath.Join(sum.Dir, explore.FindingsDir)))
+	}
+	return nil
+}

@@ -137,3 +137,24 @@ func TestTheServerAgentServesWhatItsConfigurationSays(t *testing.T) {
 		})
 	}
 }
+
+// FuzzServerConfig: a configuration file is read without a panic, and one
+// that reads reads back the same from what it writes.
+func FuzzServerConfig(f *testing.F) {
+	f.Add([]byte(`{"target": "reference", "tasks": "legacy", "options": {"retention_events": 5, "session_ttl": "1m"}}`))
+	f.Add([]byte(`{"target": "command", "options": {"command": ["./srv", "{port}"], "listen": "127.0.0.1:9"}}`))
+	f.Add([]byte(`{"target": "go-sdk", "protocol": "2026-07-28", "options": null}`))
+	f.Add([]byte(`{"target": "mcp-go", "options": {"retention_events": -1}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var cfg ServerConfig
+		if json.Unmarshal(b, &cfg) != nil {
+			return
+		}
+		require.NoError(t, cfg.Options.Validate(), "what reads is valid")
+		again, err := json.Marshal(cfg)
+		require.NoError(t, err)
+		var back ServerConfig
+		require.NoError(t, json.Unmarshal(again, &back), "%s", again)
+		assert.Equal(t, cfg, back)
+	})
+}

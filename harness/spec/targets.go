@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,9 +26,9 @@ const MaxReplicas = 9
 // TaskModes are the tasks values.
 var TaskModes = []string{TasksOff, TasksExtension, TasksLegacy}
 
-// taskMode is what the loader says of a tasks mode: its name in a
-// sentence, the revision it belongs to, and why a server cannot run it at
-// another.
+// taskModes is what the loader says of each tasks mode but off: its name
+// in a sentence (and its verb), the revision it belongs to, and why a
+// server cannot run it at another.
 var taskModes = map[string]struct {
 	name, are, at string
 	speaks        func(protocol string) bool
@@ -44,22 +45,14 @@ func Protocols() []string {
 	return append(slices.Clone(mcpwire.Versions), mcpwire.Version20260728)
 }
 
-// ServerTargets and ClientTargets list the targets, the default first.
+// ServerTargets lists the server targets, the default first.
 func ServerTargets() []string {
-	return defaultFirst(catalog.DefaultServer, names(catalog.Servers(), func(s targets.Server) string { return s.Name }))
+	return defaultFirst(catalog.DefaultServer, serversWhere(func(targets.Server) bool { return true }))
 }
 
 // ClientTargets lists the client targets, the default first.
 func ClientTargets() []string {
-	return defaultFirst(catalog.DefaultClient, names(catalog.Clients(), func(c targets.Client) string { return c.Name }))
-}
-
-func names[T any](all []T, name func(T) string) []string {
-	out := make([]string, len(all))
-	for i, t := range all {
-		out[i] = name(t)
-	}
-	return out
+	return defaultFirst(catalog.DefaultClient, clientsWhere(func(targets.Client) bool { return true }))
 }
 
 func defaultFirst(def string, all []string) []string {
@@ -91,9 +84,9 @@ func clientsWhere(has func(targets.Client) bool) []string {
 // Unspoken says why the client or server target cannot take part in an
 // experiment at protocol ("" when it can, or when protocol is ""), in a few
 // words fit for a table cell: "mcp-go does not speak 2026-07-28". A client
-// that is told no revision (a program of the user's) is taken at its word
-// for the session revisions, where an experiment's default lies, and not
-// for 2026-07-28, whose stateless requests it would have to be built for.
+// that cannot be told a revision (a program of the user's) speaks what it
+// speaks: only 2026-07-28, whose stateless requests it would have to be
+// built for, is unspoken.
 func Unspoken(client bool, target, protocol string) string {
 	var speaks []string
 	if client {
@@ -204,7 +197,8 @@ func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
 		return
 	}
 	if _, set := x.nodes["client.protocol"]; set && len(d.Protocols) == 0 {
-		bad("client.protocol", "%s", strings.ReplaceAll(d.Refusal, "{target}", c.Target))
+		why := cmp.Or(d.Refusal, "the {target} client is told no revision")
+		bad("client.protocol", "%s", strings.ReplaceAll(why, "{target}", c.Target))
 	}
 	if mcpwire.ModernVersion(c.Protocol) {
 		x.validateModern(bad)

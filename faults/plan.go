@@ -81,6 +81,18 @@ type Injection struct {
 	// records. Both are shared by the fault's repetitions: read only.
 	Params  Params
 	Written Params
+
+	// acted is where an injection notes the window the proxy reports it
+	// acted in, when the proxy reports one; one per call of one.
+	acted *acted
+}
+
+// acted is the window a proxy reports an injection acted in, on the run's
+// clock (0 for an end it did not report), and what its heal found out
+// about it, for the log.
+type acted struct {
+	fromUS, toUS int64
+	healed       string
 }
 
 // Plan expands specs into the injections of a run, sorted by time (ties

@@ -3,6 +3,8 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
@@ -74,18 +76,22 @@ func (p *IdleTimeout) inject(_ context.Context, r *run, in Injection) (heal, str
 	return h, detail, nil
 }
 
-// Reset resets connections on a timer, whether or not they carry bytes
-// (the cut toxic; Toxiproxy's reset_peer would wait for each connection's
-// next chunk, which an idle SSE stream may not send for minutes).
+// Reset resets connections: the proxy agent closes both sockets of each
+// with an RST (SO_LINGER 0), whatever the connection's linger, without
+// touching the proxy's toxic chains, so bytes a toxic holds for it (a
+// latency's) are lost with it, as bytes not yet delivered are with any
+// reset. It needs the proxy agent's observer ([Env.Edges]).
 //
 // Without For it is one event, After after the fault's time (Plan
 // schedules it there): every connection open through the proxy at that
-// instant is closed. With For, the proxy keeps doing it for the window:
-// each connection open at the injection, and each connection opened before
-// the window ends, is closed After after the later of the injection and
-// its own opening (After 0: at once, a reset storm). Closes are RSTs for
-// connections opened after the run began (see [Run]). The scheduled window
-// is For (0 for the one event).
+// instant, and none other, is reset; the log's window runs from the
+// instant the agent took them to the instant it had reset them all. With
+// For, the agent keeps doing it for the window: each connection open at
+// the injection, and each opened before the window ends, is reset After
+// after the later of the injection and its own opening (After 0: at once,
+// a reset storm), if that comes before the window ends; the log's window
+// is from the agent's start to its stop. The scheduled window is For (0
+// for the one event).
 type Reset struct {
 	After dur.Duration `yaml:"after" json:"after"`
 	For   dur.Duration `yaml:"for" json:"for,omitempty"`
@@ -120,17 +126,33 @@ func (p *Reset) delay() dur.Duration {
 }
 
 func (p *Reset) inject(ctx context.Context, r *run, in Injection) (heal, string, error) {
-	if p.For > 0 {
-		return r.toxic(in, "", toxics.TypeCut, Downstream, toxiclient.Attributes{"after": millis(p.After)})
+	e := r.env.Edges
+	if e == nil {
+		return nil, "", errors.New("no proxy agent observer in this run: the agent resets the connections it observes")
 	}
-	h, detail, err := r.toxic(in, "", toxics.TypeCut, Downstream, toxiclient.Attributes{"after": 0})
+	if p.For == 0 {
+		n, from, to, err := e.Reset(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		in.acted.fromUS, in.acted.toUS = from, to
+		return nil, fmt.Sprintf("%s reset by the proxy agent: every one open at the instant", count(n, "connection")), nil
+	}
+	id := fmt.Sprintf("%s-%d-%d", in.Kind, in.Index, in.Repeat)
+	from, err := e.StartResets(ctx, id, time.Duration(p.After))
 	if err != nil {
 		return nil, "", err
 	}
-	if err := h(ctx); err != nil {
-		return nil, "", err
+	in.acted.fromUS = from
+	h := func(ctx context.Context) error {
+		n, to, err := e.StopResets(ctx, id)
+		if err != nil {
+			return err
+		}
+		in.acted.toUS, in.acted.healed = to, fmt.Sprintf("%s reset", count(n, "connection"))
+		return nil
 	}
-	return nil, detail + "; every open connection closed, toxic removed", nil
+	return h, fmt.Sprintf("resets %s by the proxy agent: each connection %s after the later of now and its opening, until healed", id, time.Duration(p.After)), nil
 }
 
 // Latency delays every chunk on Stream (default downstream) by Latency,
@@ -346,4 +368,12 @@ func (p *HTTPStatus) inject(_ context.Context, r *run, in Injection) (heal, stri
 		return answer(ctx)
 	}
 	return h, detail + "; " + detail2, nil
+}
+
+// count is n and noun, plural when n is not 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -47,8 +47,9 @@ type Processes interface {
 }
 
 // Env is what an injector needs from the runner. Only the handles the plan's
-// kinds use must be set: Toxiproxies and Proxy for proxy faults, Processes
-// for process faults, ControlURL for session faults.
+// kinds use must be set: Toxiproxies and Proxy for proxy faults (and Edges
+// for reset and a refusing partition), Processes for process faults,
+// ControlURL for session faults.
 type Env struct {
 	Clock runclock.Clock // the run's base clock; fault windows are logged on it
 	// WorkloadStart is the offset on Clock at which the workload starts;
@@ -68,8 +69,9 @@ type Env struct {
 	// Triggers arms the plan's protocol triggers and waits for their
 	// firings; only a plan with triggers needs it.
 	Triggers Triggers
-	// Edges, when the run has a wire observer, stops and starts its taps'
-	// listening: a refusing partition refuses at the client edge.
+	// Edges is the proxy agent's observer of the proxy: a refusing
+	// partition refuses at its client edge, and a reset has it reset the
+	// connections it holds.
 	Edges Edges
 	// Progress, if set, hears of every injection, heal and failure as it
 	// happens. Calls are serialised; it must return quickly.
@@ -92,13 +94,22 @@ type Triggers interface {
 	Healed(ctx context.Context, index int, atUS int64) error
 }
 
-// Edges is the wire observer's taps, as the injector uses them (package
-// faults/proxy's Client implements it).
+// Edges is the proxy agent's hold on the connections through its observed
+// proxy, as the injector uses it (package faults/proxy's Client and Group
+// implement it).
 type Edges interface {
-	// Refuse has the tap of edge refuse new connections; Accept has it
-	// listen again on the same address.
+	// Refuse has edge refuse new connections; Accept has it listen again
+	// on the same address.
 	Refuse(ctx context.Context, edge wire.Edge) error
 	Accept(ctx context.Context, edge wire.Edge) error
+	// Reset resets every connection open through the proxy now, and
+	// returns how many and the window it acted in.
+	Reset(ctx context.Context) (conns int, fromUS, toUS int64, err error)
+	// StartResets resets, until StopResets(id), every connection after
+	// the later of now and its opening; StopResets returns how many it
+	// reset. Both return the instant they took effect.
+	StartResets(ctx context.Context, id string, after time.Duration) (fromUS int64, err error)
+	StopResets(ctx context.Context, id string) (conns int, toUS int64, err error)
 }
 
 // Phase is what happened to an injection.
@@ -235,14 +246,23 @@ func (r *run) one(ctx context.Context, in Injection) error {
 	// meanwhile: a restart cut off between its stop and its start would
 	// leave the agent down.
 	ictx, cancelInject := context.WithTimeout(context.WithoutCancel(ctx), injectTimeout)
+	in.acted = &acted{}
 	h, detail, err := r.inject(ictx, in)
 	cancelInject()
 	e.Detail = detail
 	if err != nil {
 		return r.end(&e, fmt.Errorf("inject: %w", err))
 	}
+	// The log keeps the window the proxy reports it acted in, when it
+	// reports one, rather than the span of the calls that made it act, and
+	// the fault's hold counts from there.
+	if in.acted.fromUS > 0 {
+		e.StartUS = in.acted.fromUS
+		start = time.Duration(in.acted.fromUS) * time.Microsecond
+	}
 	r.emit(PhaseInjected, &e, e.StartUS, nil)
 	if h == nil {
+		e.EndUS = in.acted.toUS
 		return r.end(&e, nil)
 	}
 	if in.Hold > 0 {
@@ -256,6 +276,13 @@ func (r *run) one(ctx context.Context, in Injection) error {
 		return r.endHealFailed(&e, fmt.Errorf("heal: %w", err))
 	}
 	healed := r.env.Clock.Micros()
+	if in.acted.toUS > 0 {
+		healed = in.acted.toUS
+	}
+	e.EndUS = healed
+	if in.acted.healed != "" {
+		e.Detail += "; healed: " + in.acted.healed
+	}
 	r.emit(PhaseHealed, &e, healed, nil)
 	if r.env.Triggers != nil {
 		if err := r.env.Triggers.Healed(hctx, in.Index, healed); err != nil {
@@ -302,9 +329,12 @@ func (r *run) inject(ctx context.Context, in Injection) (heal, string, error) {
 	return in.Params.inject(ctx, r, in)
 }
 
-// end closes and writes an injection's log entry.
+// end closes and writes an injection's log entry, ending its window now
+// unless the proxy reported its end.
 func (r *run) end(e *Entry, err error) error {
-	e.EndUS = r.env.Clock.Micros()
+	if e.EndUS == 0 {
+		e.EndUS = r.env.Clock.Micros()
+	}
 	if err != nil {
 		e.Error = err.Error()
 		r.emit(PhaseFailed, e, e.EndUS, err)

@@ -25,32 +25,39 @@ import (
 	"github.com/chaosrun/chaosrun/internal/runclock"
 )
 
-// fixture is a proxy agent with a proxy "mcp" in front of a backend, a fake
-// runtime, a server control endpoint and a fault log, all on loopback.
+// fixture is a proxy agent observing a proxy "mcp" in front of a backend,
+// as the runner builds it, a fake runtime, a server control endpoint and a
+// fault log, all on loopback.
 type fixture struct {
 	t       *testing.T
 	clock   runclock.Clock
 	toxi    *toxiclient.Client
-	listen  string // the proxy's address
+	agent   *proxy.Client
+	listen  string // the proxy's address: its observed client edge
 	procs   *fakeProcesses
 	control *httptest.Server
 	mu      sync.Mutex
 	posts   []string // control paths posted to
 	logPath string
+	// triggers, when set, are the run's protocol triggers.
+	triggers faults.Triggers
 }
 
 func newFixture(t *testing.T, upstream string) *fixture {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	agent, err := proxy.Start(context.Background(), ln, proxy.Options{})
+	clock := runclock.Start()
+	agent, err := proxy.Start(context.Background(), ln, proxy.Options{Clock: clock})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, agent.Close()) })
 
-	f := &fixture{t: t, clock: runclock.Start(), toxi: toxiclient.NewClient(agent.URL()), procs: &fakeProcesses{}}
-	p, err := f.toxi.CreateProxy("mcp", "127.0.0.1:0", upstream)
+	f := &fixture{t: t, clock: clock, toxi: toxiclient.NewClient(agent.URL()), agent: proxy.NewClient(agent.URL()), procs: &fakeProcesses{}}
+	t.Cleanup(func() { assert.NoError(t, f.agent.Close()) })
+	_, err = f.toxi.CreateProxy("mcp", "127.0.0.1:0", upstream)
 	require.NoError(t, err)
-	f.listen = p.Listen
+	f.listen, err = f.agent.Observe(context.Background(), "mcp", "127.0.0.1:0")
+	require.NoError(t, err)
 	f.control = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.posts = append(f.posts, r.Method+" "+r.URL.Path)
@@ -77,7 +84,7 @@ func (f *fixture) runPlan(ctx context.Context, plan []faults.Injection, progress
 	require.NoError(f.t, err)
 	env := faults.Env{
 		Clock: f.clock, WorkloadStart: f.clock.Now(), Toxiproxies: []*toxiclient.Client{f.toxi}, Proxy: "mcp",
-		Processes: f.procs, ControlURL: f.control.URL, Log: log, Progress: progress,
+		Processes: f.procs, ControlURL: f.control.URL, Log: log, Progress: progress, Edges: f.agent, Triggers: f.triggers,
 	}
 	runErr := faults.Run(ctx, env, plan)
 	require.NoError(f.t, log.Close())
@@ -198,7 +205,7 @@ func TestRunInjectsAndHealsEveryKind(t *testing.T) {
 		{kind: "idle_timeout", params: "{idle: 10ms, close: reset, for: 60ms}", target: "mcp", healed: true,
 			during: toxics("chaosrun-linger", "idle_timeout-0-0")},
 		{kind: "reset", params: "{after: 10ms, for: 60ms}", target: "mcp", healed: true,
-			during: toxics("chaosrun-linger", "reset-0-0")},
+			during: toxics("chaosrun-linger")},
 		{kind: "latency", params: "{latency: 5ms, jitter: 1ms, for: 60ms}", target: "mcp", healed: true,
 			during: toxics("latency-0-0")},
 		{kind: "bandwidth", params: "{rate: 1000, stream: upstream}", target: "mcp", healed: true,

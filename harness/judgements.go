@@ -62,13 +62,23 @@ func limits(v *check.Verdict) []string {
 		res, _ := v.Result(id)
 		out = append(out, fmt.Sprintf("%s: cannot tell: %s", id, res.Summary))
 	}
+	type claim struct{ kind, why string }
+	var order []claim
+	figures := map[claim][]string{}
 	for _, name := range check.FigureNames {
 		p, ok := v.Provenance[name]
 		if !ok || p.Kind == check.Derived {
 			continue
 		}
 		got, _ := v.Figures.Value(name)
-		out = append(out, fmt.Sprintf("figure %s = %d is %s: %s", name, got, statusWord(p.Kind), p.Why))
+		c := claim{p.Kind, p.Why}
+		if figures[c] == nil {
+			order = append(order, c)
+		}
+		figures[c] = append(figures[c], fmt.Sprintf("%s = %d", name, got))
+	}
+	for _, c := range order {
+		out = append(out, fmt.Sprintf("%s %s: %s", strings.Join(figures[c], ", "), kindPhrase(c.kind, len(figures[c])), c.why))
 	}
 	if e := v.ClientExit; e != nil {
 		line := "the client ended: " + e.Status
@@ -81,6 +91,20 @@ func limits(v *check.Verdict) []string {
 		out = append(out, line)
 	}
 	return out
+}
+
+// kindPhrase says what n figures of a provenance kind are: "is a lower
+// bound", "are upper bounds", "cannot be told".
+func kindPhrase(kind string, n int) string {
+	switch {
+	case kind == check.Unknown:
+		return "cannot be told"
+	case n == 1 && kind == check.UpperBound:
+		return "is an upper bound"
+	case n == 1:
+		return "is a " + statusWord(kind)
+	}
+	return "are " + statusWord(kind) + "s"
 }
 
 // judgement renders one result as a summary cell: "violated (ledger)",

@@ -21,7 +21,6 @@ import (
 	"github.com/chaosrun/chaosrun/harness/redisserver"
 	"github.com/chaosrun/chaosrun/harness/roles"
 	"github.com/chaosrun/chaosrun/harness/spec"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets"
 )
 
@@ -289,31 +288,27 @@ func copyFile(src, dst string) error {
 	return os.WriteFile(dst, b, 0o644)
 }
 
-// observe puts the fault proxy between the wire observer's two taps, all in
-// the proxy agent: the client connects to the client edge's tap, which
-// relays to Toxiproxy, which relays to the server edge's tap, which relays
-// to upstream: the server, or the balancer in front of it. It returns the
-// MCP endpoint through the proxy agent, as the client reaches it.
+// observe creates the fault proxy in the proxy agent, in front of
+// upstream (the server, or the balancer in front of it), and has the
+// agent observe it: the client connects to the agent's client edge, and
+// the agent records both edges of every connection in its own byte path.
+// It returns the MCP endpoint through the proxy agent, as the client
+// reaches it.
 func observe(ctx context.Context, upstream string, proxyAgent agent.Process, observer *proxy.Client) (string, error) {
-	tapServer, err := observer.Tap(ctx, wire.EdgeServer, "127.0.0.1:0", upstream)
-	if err != nil {
-		return "", err
-	}
-	created, err := toxiclient.NewClient(proxyAgent.URL()).CreateProxy(ProxyName, "127.0.0.1:0", tapServer)
-	if err != nil {
+	if _, err := toxiclient.NewClient(proxyAgent.URL()).CreateProxy(ProxyName, "127.0.0.1:0", upstream); err != nil {
 		return "", fmt.Errorf("create proxy %s: %w", ProxyName, err)
 	}
 	listen := "0.0.0.0:" + strconv.Itoa(proxyPort)
 	if onLoopback(proxyAgent.PeerAddr()) {
 		listen = "127.0.0.1:0"
 	}
-	tapClient, err := observer.Tap(ctx, wire.EdgeClient, listen, created.Listen)
+	edge, err := observer.Observe(ctx, ProxyName, listen)
 	if err != nil {
 		return "", err
 	}
-	_, port, err := net.SplitHostPort(tapClient)
+	_, port, err := net.SplitHostPort(edge)
 	if err != nil {
-		return "", fmt.Errorf("client edge listens on %q: %w", tapClient, err)
+		return "", fmt.Errorf("client edge listens on %q: %w", edge, err)
 	}
 	host, _, _ := net.SplitHostPort(proxyAgent.PeerAddr())
 	return "http://" + net.JoinHostPort(host, port) + "/mcp", nil

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/faults/observer"
+	"github.com/chaosrun/chaosrun/faults/proxy"
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
@@ -30,10 +31,13 @@ import (
 const burstEvents = 500
 
 // BenchmarkObserver measures the wire observer on streams of progress
-// notifications through Toxiproxy, without taps (direct) and with a tap at
-// both edges whose sink encodes every record as the proxy agent's
-// wire.jsonl writer does, into nothing (taps: the observer's whole cost but
-// the disk's). Two servers write the streams:
+// notifications through Toxiproxy, in one run: Toxiproxy alone, as the
+// proxy agent embeds it (toxiproxy), against Toxiproxy observed as the
+// agent observes it (observed): the observer accepts the connection,
+// dials the server and hands both sockets to the proxy's links
+// (proxy.Link), with a sink that encodes every record as the agent's
+// wire.jsonl writer does, into nothing (the observer's whole cost but the
+// disk's). Two servers write the streams:
 //
 //   - stream: a minimal server that writes each event as fast as the
 //     connection takes it, and a client that reads each as our clients do:
@@ -45,18 +49,19 @@ const burstEvents = 500
 //
 // For each:
 //
-//   - direct, taps: events/s of each pipeline on its own; one op is a
-//     burst of burstEvents events;
+//   - toxiproxy, observed: events/s of each pipeline on its own; one op is
+//     a burst of burstEvents events;
 //   - interleaved: the two take turns burst by burst, the first of each
 //     round alternating, so that both see the same load on a shared
 //     machine: events/s of the median burst of each, and loss_%, the
-//     median over the rounds of how many fewer events/s the taps passed.
+//     median over the rounds of how many fewer events/s the observed
+//     proxy passed.
 //
 // And latency: per-event delivery time on the minimal server's stream
 // (written by the server to parsed by the client), one event at a time
 // (the next is written once the last arrived), the two pipelines taking
-// turns event by event: p50 and p99 of each, and added_µs, the taps' less
-// the direct one's.
+// turns event by event: p50 and p99 of each, and added_µs, the observed
+// one's less Toxiproxy's.
 func BenchmarkObserver(b *testing.B) {
 	for _, src := range []source{streamSource{}, referenceSource{}} {
 		b.Run(src.name(), func(b *testing.B) {
@@ -83,19 +88,19 @@ func interleaved(b *testing.B, src source) {
 	}
 	// Medians over the rounds leave out the rounds a neighbour's load
 	// spoilt.
-	var direct, taps []time.Duration
+	var alone, observed []time.Duration
 	var ratio []float64
 	for round := 0; b.Loop(); round++ {
-		var d, t time.Duration
+		var d, o time.Duration
 		if round%2 == 0 {
-			d, t = ps[0].burst(burstEvents), ps[1].burst(burstEvents)
+			d, o = ps[0].burst(burstEvents), ps[1].burst(burstEvents)
 		} else {
-			t, d = ps[1].burst(burstEvents), ps[0].burst(burstEvents)
+			o, d = ps[1].burst(burstEvents), ps[0].burst(burstEvents)
 		}
-		direct, taps, ratio = append(direct, d), append(taps, t), append(ratio, float64(d)/float64(t))
+		alone, observed, ratio = append(alone, d), append(observed, o), append(ratio, float64(d)/float64(o))
 	}
-	b.ReportMetric(burstEvents/median(direct).Seconds(), "direct_events/s")
-	b.ReportMetric(burstEvents/median(taps).Seconds(), "taps_events/s")
+	b.ReportMetric(burstEvents/median(alone).Seconds(), "toxiproxy_events/s")
+	b.ReportMetric(burstEvents/median(observed).Seconds(), "observed_events/s")
 	b.ReportMetric(100*(1-median(ratio)), "loss_%")
 }
 
@@ -116,10 +121,10 @@ func latency(b *testing.B) {
 		name string
 		q    float64
 	}{{"p50", 0.50}, {"p99", 0.99}} {
-		d, t := quantile(times[0], q.q), quantile(times[1], q.q)
-		b.ReportMetric(µs(d), q.name+"_direct_µs")
-		b.ReportMetric(µs(t), q.name+"_taps_µs")
-		b.ReportMetric(µs(t-d), q.name+"_added_µs")
+		d, o := quantile(times[0], q.q), quantile(times[1], q.q)
+		b.ReportMetric(µs(d), q.name+"_toxiproxy_µs")
+		b.ReportMetric(µs(o), q.name+"_observed_µs")
+		b.ReportMetric(µs(o-d), q.name+"_added_µs")
 	}
 }
 
@@ -139,8 +144,8 @@ type bursts interface {
 	burst(n int) time.Duration
 }
 
-// pipeline is client → [tap C] → Toxiproxy → [tap S] → server, without
-// taps when sink is nil.
+// pipeline is client → Toxiproxy → server, observed at both edges when
+// sink is set.
 type pipeline struct {
 	name string
 	src  source
@@ -148,46 +153,36 @@ type pipeline struct {
 	conn bursts
 }
 
-// pipelines are the two configurations compared: no taps, and a tap at
-// both edges writing wire records.
+// pipelines are the two configurations compared: Toxiproxy alone, and
+// Toxiproxy observed, writing wire records.
 func pipelines(src source) []*pipeline {
 	w := wire.NewWriter(io.Discard)
 	sink := observer.SinkFunc(func(r *wire.Record) { _, _ = w.Write(r) })
-	return []*pipeline{{name: "direct", src: src}, {name: "taps", src: src, sink: sink}}
+	return []*pipeline{{name: "toxiproxy", src: src}, {name: "observed", src: src, sink: sink}}
 }
 
 func (p *pipeline) start(b *testing.B) {
 	b.Helper()
 	addr, connect := p.src.serve(b)
+	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	tp := toxiproxy.NewProxy(api, "mcp", "127.0.0.1:0", addr)
+	require.NoError(b, tp.Start())
+	b.Cleanup(tp.Stop)
 	if p.sink == nil {
-		p.conn = connect(toxiproxyTo(b, addr))
+		p.conn = connect(tp.Listen)
 	} else {
-		clock := runclock.Start()
-		tap := func(edge wire.Edge, upstream string) string {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(b, err)
-			t, err := observer.Start(context.Background(), ln, observer.Config{Edge: edge, Upstream: upstream, Clock: clock, Sink: p.sink})
-			require.NoError(b, err)
-			b.Cleanup(func() { require.NoError(b, t.Close()) })
-			return t.Addr()
-		}
-		p.conn = connect(tap(wire.EdgeClient, toxiproxyTo(b, tap(wire.EdgeServer, addr))))
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(b, err)
+		t, err := observer.Start(context.Background(), ln, observer.Config{Upstream: addr, Clock: runclock.Start(), Sink: p.sink,
+			Relay: func(c *observer.Conn) { proxy.Link(api, tp, c) }})
+		require.NoError(b, err)
+		b.Cleanup(func() { require.NoError(b, t.Close()) })
+		p.conn = connect(t.Addr())
 	}
 	p.burst(1) // the connections are open and warm
 }
 
 func (p *pipeline) burst(n int) time.Duration { return p.conn.burst(n) }
-
-// toxiproxyTo runs a Toxiproxy proxy on 127.0.0.1:0 in front of upstream,
-// as the proxy agent embeds it, and returns its address.
-func toxiproxyTo(b *testing.B, upstream string) string {
-	b.Helper()
-	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	p := toxiproxy.NewProxy(api, "mcp", "127.0.0.1:0", upstream)
-	require.NoError(b, p.Start())
-	b.Cleanup(p.Stop)
-	return p.Listen
-}
 
 // benchBase is the one clock of the latency benchmark: events carry the
 // time they were written as nanoseconds since it, read on the same

@@ -1,52 +1,73 @@
-// Package observer is the wire observer: a TCP relay (a tap) that sits at
-// one edge of the fault proxy and records what crosses it, in the record
-// format of package sideeffects/wire, without changing, reordering or
-// holding back a byte.
+// Package observer is the wire observer: it records what crosses both
+// edges of the fault proxy, in the record format of package
+// sideeffects/wire, from inside the proxy's own byte path, without
+// changing, reordering or dropping a byte of its own accord.
 //
-//	client ──▶ [tap, edge client] ──▶ fault proxy ──▶ [tap, edge server] ──▶ server
+//	client ──▶ [edge client: the client's socket] ── relay (the fault proxy) ──▶ [edge server: the server's socket] ──▶ server
 //
-// The proxy agent starts one tap per edge ([Start]), points the fault
-// proxy's upstream at the server-edge tap and the client at the client-edge
-// tap, and gives both a [Sink] that writes wire.jsonl (a wire.Writer) and
-// feeds whatever watches the records (a trigger). [Tap.Close] stops a tap
-// and returns once its last record has been handed to the sink.
+// A [Tap] is the fault proxy's front: it accepts the clients' connections
+// on its listener ([Start]), dials Config.Upstream (the server) for each,
+// and hands the two sockets, as one [Conn], to a [Relay] that carries the
+// bytes between them: in the proxy agent, the Toxiproxy proxy's toxic links
+// (package faults/proxy), so the faults act between the two edges and no
+// extra socket or hop is added. The client edge is the client's socket:
+// what the client sent and what was delivered to it; the server edge is
+// the server's: what reached the server and what it sent. Both edges
+// number the connection alike. The sink ([Sink]) writes wire.jsonl (a
+// wire.Writer) and feeds whatever watches the records (a trigger).
+// [Tap.Close] stops the tap and returns once its last record has been
+// handed to the sink.
 //
-// [Tap.Refuse] closes a tap's listener, so that new connections to its
-// address are refused as by a disabled proxy (partition {mode: refuse} at
-// the client edge, where the client connects to the tap), and leaves the
-// open connections to the fault proxy; [Tap.Accept] listens on the same
-// address again.
+// [Tap.Refuse] closes the tap's listener, so that new connections to its
+// address are refused as by a disabled proxy (partition {mode: refuse}),
+// and leaves the open connections alone; [Tap.Accept] listens on the same
+// address again. [Tap.Conns] lists the connections open now, which the
+// fault proxy may end itself: [Conn.Reset] resets both sockets at once (a
+// reset fault), [Conn.Close] closes both as a disabled proxy does.
 //
-// # Relaying
+// # Reading and writing
 //
-// For each connection it accepts (the client side, wire.SideClient), a tap
-// dials Config.Upstream (the server side, wire.SideServer) and copies both
-// directions, each on its own goroutine. Each chunk read from one side is
-// written to the other at once and only then parsed, so recording delays
-// the traffic by no more than the parse of one chunk, and the sink's call,
-// before the next read of that direction.
+// Each socket has a reader of its own: it reads what the peer sends as
+// soon as it arrives, queues a copy for the relay (which takes it with
+// [Socket.Read] or [Socket.WriteTo]) and then parses it, so that what a
+// peer sent is recorded when it reached the proxy, however long a fault
+// holds it back from the other side (a stalled toxic), and parsing never
+// delays the bytes. Past maxQueued bytes not yet taken by the relay the
+// reader stops reading, and TCP holds the peer back. What the relay
+// writes to a socket ([Socket.Write]) is written and then parsed, so
+// recording delays that direction by no more than the parse of one chunk,
+// and the sink's call, before its next write.
 //
-// A tap mirrors how each side ends its part of the connection, because
-// clients tell these apart (see faults/toxics: FIN or RST):
+// How each side ends its part of a connection is the relay's to pass on
+// (Toxiproxy closes both sockets when either direction ends, with an RST
+// once a reset_peer toxic was installed: see faults/toxics). Each socket
+// records how it ended:
 //
-//   - EOF (a FIN) from one side becomes CloseWrite on the other: a FIN,
-//     while the other direction keeps flowing (a half-close);
-//   - a reset (ECONNRESET, EPIPE) from one side becomes a reset of the
-//     other (SO_LINGER 0, then close), and so does a timeout or any other
-//     read error: the connection is dead;
-//   - a write that fails (the receiving side reset) resets the side being
-//     read;
-//   - an upstream dial that fails (refused, unreachable, timed out after
-//     10 s) resets the accepted connection, the nearest a relay comes to a
-//     refused connect;
-//   - [Tap.Close] closes both sides of every open connection.
+//   - EOF from the peer is a FIN by the peer's side; a reset (ECONNRESET,
+//     EPIPE on a write), a timeout or any other error ends the socket: it
+//     is closed, and later writes to it are dropped;
+//   - Close by the relay (or the proxy) is a FIN by the proxy's side, an
+//     RST after [Conn.ResetOnClose] (or [Conn.Reset]); [Socket.CloseWrite]
+//     passes a half-close on;
+//   - a dial that fails (refused, unreachable, timed out after 10 s)
+//     resets the client's socket, the nearest a proxy comes to a refused
+//     connect, and nothing is recorded at the server edge: nothing reached
+//     the server;
+//   - [Tap.Close] closes both sockets of every open connection.
+//
+// A write to a socket that is gone reports success and passes nothing, so
+// a relay drains what it holds instead of blocking on it (Toxiproxy's
+// toxics would stay blocked on a chunk nobody reads, and removing them
+// would hang its API: Shopify/toxiproxy#558).
 //
 // # Records
 //
 // Every record carries t_us (Config.Clock), the edge, and conn, the
-// connection's number on this tap from 1. A connection gives:
+// connection's number from 1, the same at both edges. A socket gives:
 //
-//   - open when it is accepted (peer: the client side's address);
+//   - open when the tap accepted it (the client edge) or dialled it (the
+//     server edge); peer: the client side's address (the client's, or the
+//     proxy's end of the dialled socket);
 //   - request when a request's body has passed in full (at once for a
 //     request without a body);
 //   - response when a response's header has passed, for an SSE stream
@@ -57,15 +78,19 @@
 //     comment for each comment line, and body_end when a stream's body ends
 //     by its framing (its last chunk, or its Content-Length);
 //   - malformed for what the tap could not read (below);
-//   - close once both directions are done: end (fin, rst, timeout, error,
-//     or observer when Close ended it), by (the side that ended first; empty
-//     for observer), the bytes passed each way, and detail (the error of an
-//     error or a failed dial, and "then rst by server" when the other
-//     direction ended differently than by a FIN).
+//   - close once both directions of the socket are done: end (fin, rst,
+//     timeout, error, or observer when Close ended it), by (the side that
+//     ended first; empty for observer), the bytes passed each way, and
+//     detail (the error of an error or a failed dial, and "then rst by
+//     server" when the other direction ended differently than by a FIN).
 //
-// Records of one direction reach the sink in the order of its bytes. A
-// request's records come from the client-to-server goroutine, a response's
-// from the other: the n-th final response on a connection answers its n-th
+// What a parser records of a chunk carries the instant the chunk was read
+// from the peer, or, for one written to it, the instant before it was
+// written: no record of bytes is later than their reader's receipt of
+// them, however loaded the machine.
+//
+// Records of one direction reach the sink in the order of its bytes. At
+// each edge the n-th final response on a connection answers its n-th
 // request (x = n). A response is recorded after the request it answers,
 // unless the server answered before that request had passed in full: when
 // a response's header arrives while the request direction holds a chunk it
@@ -122,12 +147,13 @@
 // FuzzMessages). Should a parser panic all the same, or the sink, only the
 // recording of that direction stops: a malformed record says "observer
 // failed", the log has the stack, and the bytes keep passing. A tap keeps
-// per connection direction at most: a 32 KiB read
-// buffer; one header line (at most [MaxHeaderBytes]); a body or one event's
-// data up to [MaxBodyBytes], and only when it is read as JSON-RPC or kept
-// as an error body (a larger one is counted, not kept: a 10 MB event costs
-// no more than a 4 MiB one); one SSE id, event or retry value (1 KiB); and
-// the methods of up to 64 HEAD or CONNECT requests awaiting their answer.
-// Buffers that grew past 64 KiB are released once their message is
-// recorded.
+// per socket at most: a 32 KiB read buffer; maxQueued (1 MiB) of bytes
+// read and not yet taken by the relay, each chunk in a buffer of about its
+// size; and per direction one header line (at most [MaxHeaderBytes]); a
+// body or one event's data up to [MaxBodyBytes], and only when it is read
+// as JSON-RPC or kept as an error body (a larger one is counted, not kept:
+// a 10 MB event costs no more than a 4 MiB one); one SSE id, event or
+// retry value (1 KiB); and the methods of up to 64 HEAD or CONNECT
+// requests awaiting their answer. Buffers that grew past 64 KiB are
+// released once their message is recorded.
 package observer

@@ -3,6 +3,7 @@ package observer_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"slices"
@@ -98,17 +99,47 @@ func only(recs []wire.Record, match func(wire.Record) bool) []wire.Record {
 	return out
 }
 
-// startTap runs a tap at edge in front of upstream.
+// startTap runs a tap in front of upstream, relaying with relay, and
+// hands the sink the records of one edge.
 func startTap(t testing.TB, edge wire.Edge, upstream string, sink observer.Sink) *observer.Tap {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	tap, err := observer.Start(context.Background(), ln, observer.Config{
-		Edge: edge, Upstream: upstream, Clock: runclock.Start(), Sink: sink,
+		Upstream: upstream, Relay: relay, Clock: runclock.Start(), Sink: atEdge(edge, sink),
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, tap.Close()) })
 	return tap
+}
+
+// atEdge passes the records of one edge to sink.
+func atEdge(edge wire.Edge, sink observer.Sink) observer.Sink {
+	return observer.SinkFunc(func(r *wire.Record) {
+		if r.Edge == edge {
+			sink.Observe(r)
+		}
+	})
+}
+
+// relay is a plain relay, for the tests: it copies each direction as it
+// comes and passes on how it ended, a FIN as a half-close and anything
+// else as a reset of both sockets.
+func relay(c *observer.Conn) {
+	go pass(c, c.Server(), c.Client())
+	go pass(c, c.Client(), c.Server())
+}
+
+func pass(c *observer.Conn, dst, src *observer.Socket) {
+	_, err := io.Copy(dst, src)
+	switch {
+	case err == nil:
+		_ = dst.CloseWrite()
+	case errors.Is(err, net.ErrClosed):
+		_ = dst.Close()
+	default:
+		c.Reset()
+	}
 }
 
 // serveTCP runs handle for every connection to a loopback listener and

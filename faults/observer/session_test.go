@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/faults/observer"
+	"github.com/chaosrun/chaosrun/faults/proxy"
 	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
@@ -26,15 +27,15 @@ import (
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
-// session is a real MCP session on loopback: the resumable client, a tap
-// at the client edge, Toxiproxy, a tap at the server edge and the
-// reference server. Both taps' sink is the proxy agent's: a wire.Writer
-// (numbering the records) and then a trigger engine, whose firing cuts
-// the connections through the proxy.
+// session is a real MCP session on loopback: the resumable client, the
+// observer relaying through a Toxiproxy proxy's links as the proxy agent
+// does, and the reference server. The tap's sink is the proxy agent's: a
+// wire.Writer (numbering the records) and then a trigger engine, whose
+// firing cuts the connections through the proxy.
 type session struct {
-	proxy *toxiproxy.Proxy
-	sink  *collect
-	cut   trigger.Firing
+	tap  *observer.Tap
+	sink *collect
+	cut  trigger.Firing
 }
 
 func newSession(t *testing.T) *session {
@@ -65,19 +66,22 @@ func newSession(t *testing.T) *session {
 		engine.Observe(r)
 		s.sink.Observe(r)
 	})
-	serverTap := startTap(t, wire.EdgeServer, ln.Addr().String(), sink)
 	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	s.proxy = toxiproxy.NewProxy(api, "mcp", "127.0.0.1:0", serverTap.Addr())
-	require.NoError(t, s.proxy.Start())
-	t.Cleanup(s.proxy.Stop)
-	clientTap := startTap(t, wire.EdgeClient, s.proxy.Listen, sink)
+	p := toxiproxy.NewProxy(api, "mcp", "127.0.0.1:0", ln.Addr().String())
+	tln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s.tap, err = observer.Start(context.Background(), tln, observer.Config{Upstream: p.Upstream, Clock: clock, Sink: sink,
+		Relay: func(c *observer.Conn) { proxy.Link(api, p, c) }})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.tap.Close()) })
 
-	s.run(t, clock, clientTap.Addr(), fired)
+	s.run(t, clock, s.tap.Addr(), fired)
 	return s
 }
 
 // run runs the client's workload, a charge and then a chatty call, and
-// cuts every connection through the proxy when the trigger fires.
+// cuts every connection through the proxy when the trigger fires, as the
+// proxy agent does when the proxy is disabled.
 func (s *session) run(t *testing.T, clock runclock.Clock, addr string, fired <-chan trigger.Firing) {
 	cut := make(chan struct{})
 	go func() {
@@ -88,8 +92,9 @@ func (s *session) run(t *testing.T, clock runclock.Clock, addr string, fired <-c
 			t.Error("the trigger never fired")
 			return
 		}
-		s.proxy.Stop()
-		assert.NoError(t, s.proxy.Start())
+		for _, c := range s.tap.Conns() {
+			c.Close()
+		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()

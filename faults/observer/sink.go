@@ -8,12 +8,13 @@ import (
 )
 
 // Sink receives a tap's records. Observe is called synchronously by the
-// goroutine that carries the bytes a record describes, after they were
-// passed on: for one direction of one connection in the order of its
-// bytes, and concurrently for different connections and for the two
-// directions of one connection, so it must be safe for concurrent use.
-// Until it returns, that direction reads nothing more: a slow sink slows
-// the traffic, never loses records. A sink that panics loses the record,
+// goroutine that carries the bytes a record describes, once they were
+// passed on (queued for the relay by a socket's reader, or written to the
+// socket by the relay): for one direction of one socket in the order of
+// its bytes, and concurrently for different sockets and for the two
+// directions of one socket, so it must be safe for concurrent use. Until
+// it returns, that direction reads (or writes) nothing more: a slow sink
+// slows the traffic, never loses records. A sink that panics loses the record,
 // and the recording of that direction stops (see the package
 // documentation); the traffic passes on.
 //

@@ -22,15 +22,16 @@ const closeWarn = 5 * time.Second
 
 // Config configures a [Tap].
 type Config struct {
-	// Edge is the edge the tap sits at, named on every record.
-	Edge wire.Edge
 	// Upstream is the host:port the tap dials for each connection it
 	// accepts.
 	Upstream string
+	// Relay carries the bytes of each connection between its two sockets
+	// (the fault proxy's links, in the proxy agent).
+	Relay Relay
 	// Clock gives every record its t_us; the zero value starts a clock at
 	// Start.
 	Clock runclock.Clock
-	// Sink receives the records; nil drops them (the tap is a plain relay).
+	// Sink receives the records; nil drops them (the tap only relays).
 	Sink Sink
 	// Share numbers the tap's connections when several proxy agents each
 	// observe a share of a run's clients (see wire.Share); the zero value
@@ -41,11 +42,19 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Relay is handed each connection the tap has accepted and dialled, and
+// carries its bytes: what it reads from one socket it writes to the other,
+// in order, for as long as it likes (a fault proxy delays, drops or cuts
+// them), and it closes each socket once it has nothing more to write to
+// it. It must return promptly, leaving the copying to goroutines of its
+// own.
+type Relay func(c *Conn)
+
 // ErrClosed is returned by the methods of a tap that has been closed.
 var ErrClosed = errors.New("observer: tap closed")
 
-// Tap is a running wire observer at one edge. Create it with [Start], stop
-// it with [Tap.Close].
+// Tap is a running wire observer at both edges of a relay. Create it with
+// [Start], stop it with [Tap.Close].
 type Tap struct {
 	cfg  Config
 	addr net.Addr // where the tap listens, and listens again after Refuse
@@ -60,24 +69,24 @@ type Tap struct {
 	mu        sync.Mutex
 	ln        net.Listener // nil while the tap refuses connections
 	closing   bool
-	live      map[*conn]struct{}
+	live      map[*Conn]struct{}
 	wg        sync.WaitGroup // the accept loops and every connection's goroutines
 	acceptErr error
 	closeOnce sync.Once
 }
 
-// Start relays every connection accepted on ln to cfg.Upstream and records
-// what crosses it, until Close is called or ctx ends. The tap owns ln;
-// after [Tap.Refuse] it listens again with net.Listen on the network and
-// address of ln.Addr().
+// Start accepts connections on ln, dials cfg.Upstream for each and hands
+// both sockets to cfg.Relay, recording what crosses each, until Close is
+// called or ctx ends. The tap owns ln; after [Tap.Refuse] it listens again
+// with net.Listen on the network and address of ln.Addr().
 func Start(ctx context.Context, ln net.Listener, cfg Config) (*Tap, error) {
 	switch {
 	case ln == nil:
 		return nil, errors.New("observer: no listener")
-	case cfg.Edge != wire.EdgeClient && cfg.Edge != wire.EdgeServer:
-		return nil, fmt.Errorf("observer: edge %q: must be %q or %q", cfg.Edge, wire.EdgeClient, wire.EdgeServer)
 	case cfg.Upstream == "":
 		return nil, errors.New("observer: no upstream")
+	case cfg.Relay == nil:
+		return nil, errors.New("observer: no relay")
 	case !cfg.Share.Valid():
 		return nil, fmt.Errorf("observer: share %d of %d", cfg.Share.Index, cfg.Share.Of)
 	}
@@ -94,7 +103,7 @@ func Start(ctx context.Context, ln net.Listener, cfg Config) (*Tap, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &Tap{cfg: cfg, addr: ln.Addr(), ln: ln, log: log.With("edge", cfg.Edge), live: map[*conn]struct{}{}}
+	t := &Tap{cfg: cfg, addr: ln.Addr(), ln: ln, log: log, live: map[*Conn]struct{}{}}
 	t.life, t.endLife = context.WithCancel(context.Background())
 	t.wg.Go(func() { t.accept(ln) })
 	t.detach = context.AfterFunc(ctx, func() { t.shutdown() })
@@ -109,16 +118,14 @@ func (t *Tap) Addr() string { return t.addr.String() }
 // Refuse closes the tap's listener, so that a new connection to Addr is
 // refused (the kernel answers its SYN with a reset) rather than accepted
 // and then cut: what the fault catalogue's partition {mode: refuse} needs
-// at the client edge, where the client connects to the tap and not to the
-// fault proxy. A refused connection never reaches the tap and leaves no
+// at the client edge, where the client connects to the tap. A refused
+// connection never reaches the tap and leaves no
 // record (nor does one the kernel had completed but the tap not yet
 // accepted: closing the listener resets it).
 //
-// Connections already open are left as they are: how they end is the
-// fault proxy's part (a disabled Toxiproxy proxy closes its own), and the
-// tap mirrors and records it as it does any end. To cut them too, refuse
-// first and then disable the proxy, so that no connection slips in
-// between.
+// Connections already open are left as they are: to cut them too (as a
+// disabled proxy does), refuse first and then close them ([Tap.Conns],
+// [Conn.Close]), so that no connection slips in between.
 //
 // Refuse is idempotent; [Tap.Accept] listens again. It returns ErrClosed
 // once the tap is closed.
@@ -162,9 +169,22 @@ func (t *Tap) Accept() error {
 	return nil
 }
 
+// Conns returns the connections open now: accepted, and not yet closed on
+// both edges.
+func (t *Tap) Conns() []*Conn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*Conn, 0, len(t.live))
+	for c := range t.live {
+		out = append(out, c)
+	}
+	return out
+}
+
 // Close stops accepting, ends every open connection (their close records
 // say end "observer") and returns once every goroutine of the tap has
-// returned, so no record follows it. It is idempotent; it returns the error
+// returned, so no record follows it (a relay's later writes to a closed
+// socket pass nothing and record nothing). It is idempotent; it returns the error
 // that stopped the accept loop, if one other than the tap's own close did.
 func (t *Tap) Close() error {
 	t.detach()
@@ -178,12 +198,16 @@ func (t *Tap) shutdown() {
 	t.closeOnce.Do(func() {
 		t.mu.Lock()
 		t.closing = true
+		live := make([]*Conn, 0, len(t.live))
 		for c := range t.live {
-			c.abort()
+			live = append(live, c)
 		}
 		ln := t.ln
 		t.ln = nil
 		t.mu.Unlock()
+		for _, c := range live {
+			c.abort()
+		}
 		t.endLife()
 		if ln != nil {
 			_ = ln.Close()
@@ -194,6 +218,9 @@ func (t *Tap) shutdown() {
 			t.log.Warn("observer: Close still waits for connections after " + closeWarn.String() + ": is a sink blocked?")
 		})
 		t.wg.Wait()
+		for _, c := range live {
+			<-c.done // a relay's goroutine may record the last close
+		}
 		hang.Stop()
 	})
 }
@@ -243,7 +270,7 @@ func (t *Tap) listening(ln net.Listener) bool {
 }
 
 // track registers a connection, unless the tap is closing.
-func (t *Tap) track(c *conn) bool {
+func (t *Tap) track(c *Conn) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closing {
@@ -253,7 +280,7 @@ func (t *Tap) track(c *conn) bool {
 	return true
 }
 
-func (t *Tap) untrack(c *conn) {
+func (t *Tap) untrack(c *Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.live, c)

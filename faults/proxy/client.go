@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -48,24 +49,52 @@ func (c *Client) Arm(ctx context.Context, ts []trigger.Trigger) error {
 	return c.post(ctx, pathTriggers, armRequest{Triggers: ts})
 }
 
-// Tap starts the wire observer's tap of an edge on the agent, listening on
-// listen and relaying to upstream, and returns the address it listens on.
-func (c *Client) Tap(ctx context.Context, edge wire.Edge, listen, upstream string) (string, error) {
-	var a tapAnswer
-	if err := c.call(ctx, pathTaps, tapRequest{Edge: edge, Listen: listen, Upstream: upstream}, &a); err != nil {
+// Observe has the agent observe its Toxiproxy proxy named proxy (created
+// through Toxiproxy's API, its upstream the server): the agent accepts the
+// proxy's clients on listen itself, dials the upstream for each and hands
+// both sockets to the proxy's toxics, recording what crosses each edge. It
+// returns the address it listens on, the one clients connect to.
+func (c *Client) Observe(ctx context.Context, proxy, listen string) (string, error) {
+	var a observeAnswer
+	if err := c.call(ctx, pathObserve, observeRequest{Proxy: proxy, Listen: listen}, &a); err != nil {
 		return "", err
 	}
 	return a.Listen, nil
 }
 
-// Refuse has the tap of an edge refuse new connections; Accept undoes it.
+// Refuse has an edge (the client edge: the server edge has no listener)
+// refuse new connections; Accept undoes it.
 func (c *Client) Refuse(ctx context.Context, edge wire.Edge) error {
 	return c.post(ctx, strings.Replace(pathRefuse, "{edge}", string(edge), 1), struct{}{})
 }
 
-// Accept has the tap of an edge listen again on the same address.
+// Accept has an edge listen again on the same address.
 func (c *Client) Accept(ctx context.Context, edge wire.Edge) error {
 	return c.post(ctx, strings.Replace(pathAccept, "{edge}", string(edge), 1), struct{}{})
+}
+
+// Reset resets every connection through the observed proxy now, and
+// returns how many it reset and the window it acted in, on the run's clock.
+func (c *Client) Reset(ctx context.Context) (conns int, fromUS, toUS int64, err error) {
+	var a resetsAnswer
+	err = c.call(ctx, pathReset, struct{}{}, &a)
+	return a.Conns, a.FromUS, a.ToUS, err
+}
+
+// StartResets has the agent reset, until StopResets(id), every connection
+// after the later of now and its opening, and returns when it began.
+func (c *Client) StartResets(ctx context.Context, id string, after time.Duration) (fromUS int64, err error) {
+	var a resetsAnswer
+	err = c.call(ctx, pathResets, resetsRequest{ID: id, AfterUS: after.Microseconds()}, &a)
+	return a.FromUS, err
+}
+
+// StopResets stops the resets id, and returns how many connections they
+// reset and when they stopped.
+func (c *Client) StopResets(ctx context.Context, id string) (conns int, toUS int64, err error) {
+	var a resetsAnswer
+	err = c.call(ctx, strings.Replace(pathResetsStop, "{id}", url.PathEscape(id), 1), struct{}{}, &a)
+	return a.Conns, a.ToUS, err
 }
 
 // Healed tells the agent that fault index healed at atUS.

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
@@ -35,6 +36,49 @@ func (g Group) Refuse(ctx context.Context, edge wire.Edge) error {
 // Accept has the tap of edge listen again in every agent.
 func (g Group) Accept(ctx context.Context, edge wire.Edge) error {
 	return g.each(func(c *Client) error { return c.Accept(ctx, edge) })
+}
+
+// Reset resets every connection through every agent's proxy now: the
+// window runs from the first agent's start to the last one's end.
+func (g Group) Reset(ctx context.Context) (conns int, fromUS, toUS int64, err error) {
+	first := true
+	err = g.each(func(c *Client) error {
+		n, from, to, err := c.Reset(ctx)
+		if err != nil {
+			return err
+		}
+		if first || from < fromUS {
+			fromUS, first = from, false
+		}
+		conns, toUS = conns+n, max(toUS, to)
+		return nil
+	})
+	return conns, fromUS, toUS, err
+}
+
+// StartResets starts the resets id in every agent, and returns when the
+// first began.
+func (g Group) StartResets(ctx context.Context, id string, after time.Duration) (fromUS int64, err error) {
+	first := true
+	err = g.each(func(c *Client) error {
+		from, err := c.StartResets(ctx, id, after)
+		if err == nil && (first || from < fromUS) {
+			fromUS, first = from, false
+		}
+		return err
+	})
+	return fromUS, err
+}
+
+// StopResets stops the resets id in every agent, and returns how many
+// connections they reset in all and when the last stopped.
+func (g Group) StopResets(ctx context.Context, id string) (conns int, toUS int64, err error) {
+	err = g.each(func(c *Client) error {
+		n, to, err := c.StopResets(ctx, id)
+		conns, toUS = conns+n, max(toUS, to)
+		return err
+	})
+	return conns, toUS, err
 }
 
 // Fired waits until trigger id fires in any agent and returns the first

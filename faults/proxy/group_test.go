@@ -2,7 +2,11 @@ package proxy
 
 import (
 	"context"
+	"io"
+	"net"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,4 +53,40 @@ func TestGroupFailsOnlyWhenNoAgentCanFire(t *testing.T) {
 
 func TestEmptyGroupIsAnError(t *testing.T) {
 	assert.ErrorContains(t, Group{}.Refuse(context.Background(), wire.EdgeClient), "no proxy agent")
+}
+
+// TestGroupResetsEveryAgentsConnections: a group's reset resets the
+// connections of every agent, and its window spans theirs.
+func TestGroupResetsEveryAgentsConnections(t *testing.T) {
+	var g Group
+	var conns []net.Conn
+	for range 2 {
+		backend := serveOnce(t, func(c *net.TCPConn) { _, _ = io.Copy(io.Discard, c) })
+		a, endpoint, _ := observedTCP(t, backend)
+		g = append(g, NewClient(a.URL()))
+		c, err := net.Dial("tcp", endpoint)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		conns = append(conns, c)
+		require.Eventually(t, func() bool { return len(a.observers.tap.Conns()) == 1 }, 5*time.Second, time.Millisecond)
+	}
+	n, from, to, err := g.Reset(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.LessOrEqual(t, from, to)
+	for _, c := range conns {
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+		_, err := c.Read(make([]byte, 1))
+		assert.ErrorIs(t, err, syscall.ECONNRESET)
+	}
+
+	from, err = g.StartResets(context.Background(), "storm", time.Hour)
+	require.NoError(t, err)
+	assert.Positive(t, from)
+	n, to, err = g.StopResets(context.Background(), "storm")
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing was due within the window")
+	assert.GreaterOrEqual(t, to, from)
+	_, _, err = g.StopResets(context.Background(), "storm")
+	require.ErrorContains(t, err, "no resets storm")
 }

@@ -1,10 +1,21 @@
 // Package proxy is the proxy agent's library: an embedded Toxiproxy server
 // with chaosrun's toxics registered, serving Toxiproxy's REST API on a
-// listener the caller owns, and beside it chaosrun's own API for protocol
-// triggers (see triggers.go). `chaosrun agent proxy` runs it; the runner
-// drives Toxiproxy with its own Go client
+// listener the caller owns, and beside it chaosrun's own API for the wire
+// observer and protocol triggers (see taps.go and triggers.go). `chaosrun
+// agent proxy` runs it; the runner drives Toxiproxy with its own Go client
 // (github.com/Shopify/toxiproxy/v2/client), creating proxies and adding
 // toxics by type name, ours included, and the rest with [Client].
+//
+// The agent observes one of its proxies in its own byte path
+// ([Client.Observe]): the wire observer (package faults/observer) accepts
+// the proxy's clients, dials its upstream and hands both sockets to the
+// proxy's toxic links ([Link]), as Toxiproxy's own accept loop would, so
+// the client edge is the client's socket and the server edge the server's,
+// with no extra hop between. Toxiproxy's own listener for that proxy stays
+// open and unused: a client that connected to it would pass unobserved.
+// The observation follows the proxy's state in Toxiproxy's API: disabled
+// or deleted, new connections are refused and open ones closed, as
+// Toxiproxy does with its own.
 package proxy
 
 import (
@@ -19,6 +30,7 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	tpxtoxics "github.com/Shopify/toxiproxy/v2/toxics"
 	"github.com/rs/zerolog"
 
 	"github.com/chaosrun/chaosrun/faults/toxics"
@@ -57,7 +69,7 @@ type Options struct {
 	// WirePath is where the taps write wire.jsonl; empty keeps no file
 	// (the records still drive the triggers).
 	WirePath string
-	// Logger receives the taps' logs; nil discards them.
+	// Logger receives the observer's logs; nil discards them.
 	Logger *slog.Logger
 	// Share, when several proxy agents each carry a share of a run's
 	// clients, numbers this agent's wire records and connections apart from
@@ -78,12 +90,16 @@ func Start(ctx context.Context, ln net.Listener, opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("proxy agent: %w", err)
 	}
 	toxics.Register()
+	tpxtoxics.Register(toxics.ResetPeer, new(resetPeer))
 	logger := zerolog.Nop()
 	if opts.Log != nil {
 		logger = zerolog.New(opts.Log).With().Timestamp().Logger()
 	}
 	if opts.Clock.Base().IsZero() {
 		opts.Clock = runclock.Start()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if !opts.Share.Valid() {
 		return nil, fmt.Errorf("proxy agent: share %d of %d", opts.Share.Index, opts.Share.Of)
@@ -101,10 +117,13 @@ func Start(ctx context.Context, ln net.Listener, opts Options) (*Agent, error) {
 	mux.HandleFunc("POST "+pathTriggers, a.serveArm)
 	mux.HandleFunc("GET "+pathFirings, a.serveFirings)
 	mux.HandleFunc("POST "+pathHeals, a.serveHeal)
-	mux.HandleFunc("POST "+pathTaps, a.serveTap)
+	mux.HandleFunc("POST "+pathObserve, a.serveObserve)
 	mux.HandleFunc("POST "+pathRefuse, a.serveRefuse)
 	mux.HandleFunc("POST "+pathAccept, a.serveAccept)
-	mux.Handle("/", api.Routes())
+	mux.HandleFunc("POST "+pathReset, a.serveReset)
+	mux.HandleFunc("POST "+pathResets, a.serveResets)
+	mux.HandleFunc("POST "+pathResetsStop, a.serveResetsStop)
+	mux.Handle("/", a.following(api.Routes()))
 	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(a.served)

@@ -46,7 +46,9 @@
 // already open keep their linger: for them a close is a FIN. The fault
 // catalogue (package faults) installs such a reset_peer when a run asks for
 // resets; by hand, add {"type":"reset_peer","toxicity":0} before the
-// clients connect.
+// clients connect. The proxy agent (package faults/proxy) accepts its
+// observed proxy's connections itself, and gives them linger 0 on the
+// same rule: a reset_peer in either chain when the connection opens.
 //
 // A Go HTTP client reading a chunked SSE body sees the two closes
 // differently: after a FIN the body read returns io.ErrUnexpectedEOF; after

@@ -23,11 +23,14 @@ type Accounts struct {
 	Source string
 	// Own says the history is the client's own record; otherwise it was
 	// derived from the wire's client edge.
-	Own        bool
-	wire       *wireLedger    // what the wire proves of a derived ledger; nil for the server's own
-	Charges    int            // charge records (on the wire, invocations known to have taken effect)
-	Uncertain  int            // a derived ledger's charges the wire cannot establish
-	Duplicates []OrderCharges // orders charged more than once, by order id
+	Own       bool
+	wire      *wireLedger // what the wire proves of a derived ledger; nil for the server's own
+	Charges   int         // charge records (on the wire, invocations known to have taken effect)
+	Uncertain int         // a derived ledger's charges the wire cannot establish
+	// UncertainExtra counts those of them that would be duplicates if they
+	// took effect: on orders charged, for certain or not, more than once.
+	UncertainExtra int
+	Duplicates     []OrderCharges // orders charged more than once, by order id
 	// Undistinguished are orders invoked more than once that only their
 	// arguments tell apart: each may be a new call as well as a retry.
 	Undistinguished []OrderCharges
@@ -98,9 +101,12 @@ func (a *Accounts) dropped() int {
 }
 
 // DuplicateCharges is how many charges exceed one per order.
-func (a *Accounts) DuplicateCharges() int {
+func (a *Accounts) DuplicateCharges() int { return a.DuplicateChargesOf(a.Duplicates) }
+
+// DuplicateChargesOf is how many charges of orders exceed one per order.
+func (a *Accounts) DuplicateChargesOf(orders []OrderCharges) int {
 	n := 0
-	for _, d := range a.Duplicates {
+	for _, d := range orders {
 		n += len(d.Charges) - 1
 	}
 	return n
@@ -230,6 +236,9 @@ type Orphan struct {
 	// Derived says what a result no wire record shows was derived from
 	// (see fromwire.go); "" for a recorded one.
 	Derived string
+	// Abandoned marks a result of a call its client cancelled
+	// (notifications/cancelled) and so never read, whatever reached it.
+	Abandoned bool
 }
 
 // Call is one logical call of one client, over all its attempts.
@@ -321,8 +330,11 @@ func account(ledger []sideeffects.Record, hist []history.Record, o accountOpts) 
 		a.historyRecord(i+1, &hist[i])
 	}
 	out := Accounts{Charges: a.charges, Results: len(a.results), kinds: kinds, Own: o.own, wire: o.wire}
-	for _, ms := range a.maybe {
+	for order, ms := range a.maybe {
 		out.Uncertain += len(ms)
+		if len(a.byOrder[order])+len(ms) >= 2 {
+			out.UncertainExtra += min(len(ms), len(a.byOrder[order])+len(ms)-1)
+		}
 	}
 	out.Duplicates, out.Undistinguished, out.Possible = a.duplicates()
 	out.Streams, out.Events, out.DerivedEvents = a.streamAccounts()
@@ -375,6 +387,7 @@ type accountant struct {
 type outcomeRef struct {
 	tus, eventID  int64
 	unknown, read bool
+	abandoned     bool // the client cancelled the call (result cancelled)
 }
 
 type streamState struct {
@@ -541,7 +554,8 @@ func (a *accountant) historyRecord(line int, h *history.Record) {
 		s.maxEventID = max(s.maxEventID, h.EventID)
 		s.lastUS = max(s.lastUS, h.TUS)
 	case history.KindOK, history.KindFail:
-		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID, read: h.Result == history.ResultRead})
+		a.outcomes[key] = append(a.outcomes[key], outcomeRef{tus: h.TUS, eventID: h.EventID, read: h.Result == history.ResultRead,
+			abandoned: h.Result == history.ResultCancelled})
 		if h.Kind == history.KindOK || h.EventID > 0 {
 			s := a.stream(key)
 			s.maxEventID = max(s.maxEventID, h.EventID)
@@ -728,7 +742,7 @@ func (a *accountant) sessionList() []SessionSpan {
 		s.LostUS = a.lostAt[id]
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(x, y SessionSpan) int { return cmp.Compare(x.Opened, y.Opened) })
+	slices.SortFunc(out, func(x, y SessionSpan) int { return cmp.Or(cmp.Compare(x.Opened, y.Opened), cmp.Compare(x.ID, y.ID)) })
 	return out
 }
 
@@ -759,7 +773,9 @@ func forks(sessions []SessionSpan) []Fork {
 			}
 		}
 	}
-	slices.SortFunc(out, func(x, y Fork) int { return cmp.Compare(x.New.Opened, y.New.Opened) })
+	slices.SortFunc(out, func(x, y Fork) int {
+		return cmp.Or(cmp.Compare(x.New.Opened, y.New.Opened), cmp.Compare(x.New.ID, y.New.ID), cmp.Compare(x.Live.ID, y.Live.ID))
+	})
 	return out
 }
 
@@ -791,10 +807,13 @@ func (a *accountant) orphans() []Orphan {
 		})
 		if !read {
 			surfaced := slices.ContainsFunc(a.outcomes[key], func(o outcomeRef) bool { return o.unknown })
-			out = append(out, Orphan{StreamKey: key, N: w.n, EventID: w.eventID, Surfaced: surfaced, Derived: w.derived})
+			abandoned := slices.ContainsFunc(a.outcomes[key], func(o outcomeRef) bool { return o.abandoned })
+			out = append(out, Orphan{StreamKey: key, N: w.n, EventID: w.eventID, Surfaced: surfaced, Derived: w.derived, Abandoned: abandoned})
 		}
 	}
-	slices.SortFunc(out, func(x, y Orphan) int { return cmp.Compare(x.N, y.N) })
+	slices.SortFunc(out, func(x, y Orphan) int {
+		return cmp.Or(cmp.Compare(x.N, y.N), cmp.Compare(x.Session, y.Session), cmp.Compare(x.RequestID, y.RequestID))
+	})
 	return out
 }
 

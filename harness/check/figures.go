@@ -165,9 +165,10 @@ func figures(in Input, order []int, acc *Accounts) Figures {
 		}
 	}
 	for _, o := range acc.Orphaned {
-		if o.Surfaced {
+		switch {
+		case o.Surfaced:
 			f.OrphanedSurfaced++
-		} else {
+		case acc.Own || o.Abandoned: // of a client judged from the wire, only what it abandoned is proven
 			f.OrphanedResults++
 		}
 	}

@@ -113,6 +113,9 @@ type derivedLedger struct {
 	// direct is when the one server process the edge connects to was
 	// killed (SIGKILL): a connection opened before one is dead after it.
 	direct []int64
+	// stopping are the windows in which the server was restarted (stopped,
+	// then started): a request that reached it then may never have run.
+	stopping [][2]int64
 	// named is the order the issuing client's own history gives each
 	// request, by its stream.
 	named map[StreamKey]string
@@ -147,6 +150,7 @@ type wireCall struct {
 	refused  bool
 	answered bool // its exchange got a response
 	dead     bool // it crossed into a connection whose server process was dead
+	stopping bool // it reached the server while the server was being restarted
 	result   bool
 	resultN  int64
 	resultUS int64
@@ -162,7 +166,7 @@ type wireCall struct {
 // client's own history names (nil when it wrote none).
 func ledgerFromWire(recs []wire.Record, ops Ops, log []faults.Entry, named map[StreamKey]string) *wireLedger {
 	d := &derivedLedger{
-		ops: ops, kills: serverKills(log), direct: directKills(log), named: named, edge: newEdgeReader(), calls: map[StreamKey]*wireCall{}, closed: map[string]bool{},
+		ops: ops, kills: serverKills(log), direct: directKills(log), stopping: restartWindows(log), named: named, edge: newEdgeReader(), calls: map[StreamKey]*wireCall{}, closed: map[string]bool{},
 		opened: map[int64]int64{}, events: newEventLog(), tasks: map[string]*wireCall{}, fetches: map[StreamKey]string{},
 		out: wireLedger{derived: map[string]string{}, uncertain: map[string]string{}, unproven: map[string]bool{},
 			sight: map[StreamKey]*streamSight{}, keys: map[StreamKey]*eventKeys{}},
@@ -231,6 +235,7 @@ func (d *derivedLedger) request(r *wire.Record) {
 			if opened, ok := d.opened[r.Conn]; ok {
 				c.dead = d.killedBetween(opened, r.TUS)
 			}
+			c.stopping = slices.ContainsFunc(d.stopping, func(w [2]int64) bool { return w[0] <= r.TUS && r.TUS <= w[1] })
 			if k, ok := lookup(m.Args, "idempotency_key"); ok {
 				c.idemKey = k
 			}
@@ -415,7 +420,7 @@ func (d *derivedLedger) settle() {
 			}
 		}
 		d.settleEvents(c)
-		if !c.result && !c.modern && c.task == "" && !d.killedAfter(c.startUS) {
+		if !c.result && !c.modern && c.task == "" && !d.killedAfter(c.startUS) && !c.stopping {
 			end := &wire.Record{N: c.startN, TUS: d.lastUS + 1}
 			d.addDerived(end, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: key.Session, Client: c.client,
 				RequestID: key.RequestID, Tool: c.tool, OrderID: c.op},
@@ -434,6 +439,8 @@ func (d *derivedLedger) uncertain(c *wireCall) string {
 		return ""
 	case d.killedAfter(c.startUS):
 		return fmt.Sprintf("the server process was killed while request %s ran (it reached the server at wire record %d and was never answered)", c.key.RequestID, c.startN)
+	case c.stopping:
+		return fmt.Sprintf("request %s reached the server while it was being restarted (wire record %d) and was never answered: it may never have run", c.key.RequestID, c.startN)
 	case c.modern:
 		return fmt.Sprintf("the stream of request %s (wire record %d) closed before its result, which at 2026-07-28 cancels the call, and a tool may commit before it notices", c.key.RequestID, c.startN)
 	}

@@ -344,10 +344,11 @@ func TestHistoryFromWireJudgesAClientOfTheUsersOwn(t *testing.T) {
 
 	v := Judge(in)
 	assert.Equal(t, Fail, v.Verdict)
-	assert.Equal(t, []string{NoDuplicateSideEffects, NoOrphanedResults, OutcomesResolved}, v.Violations,
-		"the wire alone, at both edges, finds the incident")
-	assert.Equal(t, []string{NoSessionFork}, v.CannotTell,
-		"the two sessions share a client name, and nothing but the name ties them to one client")
+	assert.Equal(t, []string{NoDuplicateSideEffects, OutcomesResolved}, v.Violations,
+		"the wire alone, at both edges, finds the incident: the order charged twice, retried blindly")
+	assert.Equal(t, []string{NoSessionFork, NoOrphanedResults}, v.CannotTell,
+		"the two sessions share a client name, and nothing but the name ties them to one client; "+
+			"whether the client surfaced the result it never got, the wire cannot see")
 	hit, _ := v.Result(FaultHit)
 	assert.True(t, hit.Held(), hit.Summary)
 	assert.Contains(t, hit.Evidence[0].Text, "wire record", "the evidence names wire records, not a history file")

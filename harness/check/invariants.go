@@ -157,7 +157,11 @@ func noFork(acc *Accounts) Result {
 
 // noOrphans: every result written was read by some client outcome, or
 // belongs to a call its client surfaced as an unknown outcome; a result the
-// server dropped (its session gone) counts as one nobody read.
+// server dropped (its session gone) counts as one nobody read. Of a client
+// judged from the wire, it cannot be told unless the client cancelled the
+// call (notifications/cancelled) before its result: the wire sees a result
+// delivered, not read (the client may have given the call up first), and
+// not whether the client surfaced one that never came.
 func noOrphans(acc *Accounts) Result {
 	var ev evidence
 	silent, surfaced := 0, 0
@@ -185,7 +189,19 @@ func noOrphans(acc *Accounts) Result {
 	if d := acc.dropped(); d > 0 {
 		results = fmt.Sprintf("%s (%d written, %d dropped by the server)", count(acc.Results+d, "result"), acc.Results, d)
 	}
+	abandoned := 0
+	for _, o := range acc.Orphaned {
+		if o.Abandoned && !o.Surfaced {
+			abandoned++
+		}
+	}
 	switch {
+	case !acc.Own && abandoned > 0:
+		return ev.result(NoOrphanedResults, false, fmt.Sprintf("%d of %s written for calls their client had cancelled (notifications/cancelled), never read",
+			abandoned, results))
+	case !acc.Own && acc.Results+acc.dropped() > 0:
+		return ev.cannotTell(NoOrphanedResults, fmt.Sprintf("%s; %d never reached the client edge%s. Of a client judged from the wire, whether it read a result delivered to it (it may have given the call up first) or surfaced one that never came, the wire cannot see",
+			results, silent, note))
 	case silent > 0:
 		return ev.result(NoOrphanedResults, false, fmt.Sprintf("%d of %s never read%s", silent, results, note))
 	case acc.Results == 0 && acc.dropped() == 0:
@@ -198,13 +214,19 @@ func noOrphans(acc *Accounts) Result {
 
 // outcomesResolved: every call ended ok, fail or unknown, no fail was
 // reported for a committed side effect, and no non-idempotent call was
-// retried blindly.
+// retried blindly. Of a client judged from the wire (no history of its
+// own) it cannot be told unless violated: what the client concluded of a
+// call, the wire cannot see (an answer delivered may have come after it
+// gave the call up), and only what it did next, a second invocation, is
+// judged.
 func outcomesResolved(acc *Accounts) Result {
 	var ev evidence
 	counts := map[history.Kind]int{}
+	unresolved := 0
 	for _, c := range acc.Calls {
 		counts[c.Outcome]++
-		if !c.Resolved() {
+		if !c.Resolved() && acc.Own {
+			unresolved++
 			ev.add("%s: call %s of %s (order %s) invoked, never resolved after it", acc.lines.many(c.Last), c.ID, c.Client, c.OrderID)
 		}
 	}
@@ -221,20 +243,6 @@ func outcomesResolved(acc *Accounts) Result {
 		ev.add("%s, %s: %s invoked non-idempotent order %s again, although the earlier attempt had reached the server and its outcome was never read",
 			acc.lines.many(b.Prior, b.Invoke), acc.ref(b.Started), b.Client, b.OrderID)
 	}
-	unresolved := counts[""]
-	if unresolved == 0 && len(acc.BlindRetries) == 0 && len(acc.FalseFails) == 0 {
-		tally := fmt.Sprintf("%s: %d ok, %d failed, %d unknown", count(len(acc.Calls), "call"),
-			counts[history.KindOK], counts[history.KindFail], counts[history.KindUnknown])
-		if len(acc.PossibleRetries) > 0 {
-			for _, b := range acc.PossibleRetries {
-				ev.add("%s: %s invoked %s again with the same arguments after an attempt whose outcome it never read",
-					acc.lines.many(cmp.Or(b.Unknown, b.Prior), b.Invoke), b.Client, b.OrderID)
-			}
-			return ev.cannotTell(OutcomesResolved, fmt.Sprintf("%s; %s repeated an operation that only its arguments name: a blind retry, or a call of its own",
-				tally, count(len(acc.PossibleRetries), "invoke")))
-		}
-		return ev.result(OutcomesResolved, true, tally+"; no blind retry")
-	}
 	var problems []string
 	if unresolved > 0 {
 		problems = append(problems, fmt.Sprintf("%d of %s never resolved", unresolved, count(len(acc.Calls), "call")))
@@ -245,8 +253,35 @@ func outcomesResolved(acc *Accounts) Result {
 	if n := len(acc.FalseFails); n > 0 {
 		problems = append(problems, count(n, "failure", "failures")+" reported for committed side effects")
 	}
-	summary := strings.Join(problems, "; ")
-	return ev.result(OutcomesResolved, false, summary)
+	if len(problems) > 0 {
+		return ev.result(OutcomesResolved, false, strings.Join(problems, "; "))
+	}
+	tally := fmt.Sprintf("%s: %d ok, %d failed, %d unknown", count(len(acc.Calls), "call"),
+		counts[history.KindOK], counts[history.KindFail], counts[history.KindUnknown])
+	var unseen []string
+	if !acc.Own && len(acc.Calls) > 0 {
+		unseen = append(unseen, "how a client judged from the wire concluded its calls, the wire cannot see: an answer delivered may have come after it gave the call up, and one that never came it may have failed or surfaced unknown")
+	}
+	if n := counts[""]; n > 0 {
+		for _, c := range acc.Calls {
+			if !c.Resolved() {
+				ev.add("%s: call %s of %s (order %s): no answer crossed the client edge", acc.lines.many(c.Last), c.ID, c.Client, c.OrderID)
+			}
+		}
+		unseen = append(unseen, fmt.Sprintf("%s got no answer across the client edge, and what the client concluded of them the wire cannot see", count(n, "call")))
+	}
+	if len(acc.PossibleRetries) > 0 {
+		for _, b := range acc.PossibleRetries {
+			ev.add("%s: %s invoked %s again with the same arguments after an attempt whose outcome it never read",
+				acc.lines.many(cmp.Or(b.Unknown, b.Prior), b.Invoke), b.Client, b.OrderID)
+		}
+		unseen = append(unseen, fmt.Sprintf("%s repeated an operation that only its arguments name: a blind retry, or a call of its own",
+			count(len(acc.PossibleRetries), "invoke")))
+	}
+	if len(unseen) > 0 {
+		return ev.cannotTell(OutcomesResolved, tally+"; "+strings.Join(unseen, "; "))
+	}
+	return ev.result(OutcomesResolved, true, tally+"; no blind retry")
 }
 
 func streamName(k StreamKey) string {

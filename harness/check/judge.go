@@ -342,6 +342,20 @@ func serverKills(entries []faults.Entry) []int64 {
 	return out
 }
 
+// restartWindows is when the fault log restarted the server or one of its
+// replicas (stopped it, then started it again), as [start, end] on the
+// run's clock.
+func restartWindows(entries []faults.Entry) [][2]int64 {
+	var out [][2]int64
+	for _, e := range entries {
+		server := e.Target == "server" || strings.HasPrefix(e.Target, "server-")
+		if (e.Kind == faults.KindRestart || e.Kind == faults.KindCrash) && server && e.Error == "" {
+			out = append(out, [2]int64{e.StartUS, max(e.EndUS, e.StartUS)})
+		}
+	}
+	return out
+}
+
 // directKills is when the fault log killed (SIGKILL: a crash, or a restart
 // that is not graceful) the one server process that the proxy's server
 // edge connects to: none when a balancer stands between them, since a

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/chaosrun/chaosrun/faults"
@@ -24,6 +25,10 @@ func provenanceOf(in Input, j *Judged, acc *Accounts) map[string]Provenance {
 		p.note("blind_retries", LowerBound, fmt.Sprintf("%s more repeated operations that only their arguments name, which may have been new calls",
 			count(len(acc.PossibleRetries), "invoke")))
 	}
+	if !acc.Own && len(acc.Orphaned) > 0 {
+		p.note("orphaned_results", LowerBound, "of a client judged from the wire, only results of calls it cancelled are known unread; one delivered to it may not have been read, and one never delivered it may have surfaced")
+		p.note("orphaned_surfaced", Unknown, "whether a client judged from the wire surfaced a result it never got, the wire cannot see")
+	}
 	if !j.Own && j.derived != nil {
 		if why := connectRefusals(in.Faults); why != "" {
 			p.note("calls", LowerBound, "the client's calls are those whose request crossed the client edge, and "+why)
@@ -32,11 +37,34 @@ func provenanceOf(in Input, j *Judged, acc *Accounts) map[string]Provenance {
 			p.note("calls", UpperBound, fmt.Sprintf("%s sent more than once with the same arguments and no operation key: each request counts as a call, and some may have been retries",
 				count(j.derived.repeated, "operation")))
 		}
+		if j.derived.merged > 0 {
+			why := fmt.Sprintf("%s named by its key was requested more than once: it counts as one call, and some requests may have been calls of their own",
+				count(j.derived.merged, "operation"))
+			p.note("calls", LowerBound, why)
+			p.note("calls_ok", Unknown, why)
+			p.note("calls_failed", Unknown, why)
+		}
+		clientSide(p, acc, j.derived)
 	}
 	if len(p) == 0 {
 		return nil
 	}
 	return p
+}
+
+// clientSide notes the figures of a history derived from the client edge:
+// the wire sees what was delivered to the client, not what the client
+// made of it.
+func clientSide(p provenance, acc *Accounts, d *derivedHistory) {
+	why := "a client judged from the wire ends a call when its answer crosses the client edge, though it may have given the call up before, or failed one whose answer never came"
+	p.note("calls_ok", UpperBound, why)
+	p.note("calls_failed", LowerBound, why)
+	for _, name := range []string{"calls_unknown", "calls_unresolved"} {
+		p.note(name, Unknown, "what a client judged from the wire concluded of a call whose answer never came, the wire cannot see")
+	}
+	if d.late > 0 {
+		p.note("events_received", UpperBound, fmt.Sprintf("%s delivered after its call's answer, which a client may drop", count(d.late, "event was", "events were")))
+	}
 }
 
 // wireSide notes the figures of an account read from the wire's server
@@ -49,21 +77,26 @@ func wireSide(p provenance, acc *Accounts) {
 		why := fmt.Sprintf("%s more may have taken effect, which the wire cannot establish", count(uncertain, "invocation"))
 		p.note("charges", LowerBound, why)
 	}
-	if len(acc.Possible) > 0 || len(acc.Undistinguished) > 0 {
-		p.note("duplicates", LowerBound, fmt.Sprintf("%s may be charged more than once: invocations the wire cannot establish, or orders only their arguments tell apart",
-			count(len(acc.Possible)+len(acc.Undistinguished), "more order")))
+	if acc.UncertainExtra > 0 || len(acc.Undistinguished) > 0 {
+		p.note("duplicates", LowerBound, fmt.Sprintf("up to %s more: invocations the wire cannot establish on orders invoked more than once, or orders only their arguments tell apart",
+			count(acc.UncertainExtra+acc.DuplicateChargesOf(acc.Undistinguished), "duplicate")))
 	}
 	received := false
-	var partial []string
+	var partial, withEvents []string
 	for key, s := range acc.wire.sight {
 		if s.Partial == "" {
 			continue
 		}
 		partial = append(partial, s.Partial)
+		if acc.wire.keys[key] != nil {
+			withEvents = append(withEvents, s.Partial)
+		}
 		if s.BrokeUS > 0 && acc.receivedAfter(key, s.BrokeUS) {
 			received = true
 		}
 	}
+	slices.Sort(partial)
+	slices.Sort(withEvents)
 	d := acc.DerivedEvents
 	for _, f := range []struct {
 		name string
@@ -79,7 +112,7 @@ func wireSide(p provenance, acc *Accounts) {
 			p.note(name, LowerBound, why)
 		}
 		if received {
-			p.note("events_lost_silent", LowerBound, why+"; the client received more of the stream afterwards")
+			p.note("events_lost_silent", LowerBound, firstAndMore(withEvents)+"; the client received more of the stream afterwards")
 		}
 	}
 	for _, o := range acc.Orphaned {
@@ -116,6 +149,8 @@ func connectRefusals(log []faults.Entry) string {
 			why = append(why, fmt.Sprintf("fault %d (partition, refuse) refused connections", e.Index))
 		case e.Target == "proxy" && (e.Kind == faults.KindCrash || e.Kind == faults.KindRestart || e.Kind == faults.KindPause):
 			why = append(why, fmt.Sprintf("fault %d (%s of the proxy) stopped it", e.Index, e.Kind))
+		case (e.Target == "server" || strings.HasPrefix(e.Target, "server-")) && (e.Kind == faults.KindCrash || e.Kind == faults.KindRestart):
+			why = append(why, fmt.Sprintf("fault %d (%s of the %s) left connections nothing to reach", e.Index, e.Kind, e.Target))
 		}
 	}
 	if len(why) == 0 {

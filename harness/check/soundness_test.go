@@ -342,3 +342,24 @@ func TestDerivedRecordsSayWhatTheyCameFrom(t *testing.T) {
 	}
 	assert.Equal(t, 1, n, "the cut call's result")
 }
+
+// Judging the same records gives the same verdict, byte for byte, however
+// the maps it reads them through are ordered.
+func TestJudgingIsDeterministic(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", true).event("1", result("1", false)).end()
+	for i := range 6 {
+		id := strconv.Itoa(i + 2)
+		w.at(1+float64(i)/10).post("sA", toolsCall(id, "charge", fmt.Sprintf(`{"order_id":"o%d"}`, i%2))).answer(200, "", true).event(strconv.Itoa(10 + i))
+	}
+	w.at(3).cut()
+	in := Input{Wire: mirrored(w.recs)}
+	in.Faults = []faults.Entry{{Index: 0, Kind: faults.KindReset, Target: "proxy", StartUS: 2_900_000, EndUS: 2_910_000}}
+	first, err := json.Marshal(Judge(in))
+	require.NoError(t, err)
+	for range 30 {
+		again, err := json.Marshal(Judge(in))
+		require.NoError(t, err)
+		require.Equal(t, string(first), string(again))
+	}
+}

@@ -39,6 +39,17 @@ import (
 //     its stream or a resumed one before its response came (reset, eof,
 //     error), whether or not any of the response had begun: a reset before
 //     the response's first byte breaks the call as surely as one after.
+//   - stream_break status_NNN: a 5xx answered to a tools/call or to a resume
+//     (a balancer's or the fault proxy's 503 in the answer's place).
+//   - task: a tools/call answered with a task (2026-07-28 resultType
+//     "task", or a 2025-11-25 CreateTaskResult); its outcome is the result
+//     a tasks/get (completed) or tasks/result hands out later, and an error
+//     answered to either (no such task) breaks it (task_lost) and tells the
+//     client its answer is lost.
+//   - stream_break cancelled and fail (result cancelled): a
+//     notifications/cancelled the client sent for a call whose answer had
+//     not come: it gave the call up, and an answer that comes after is not
+//     read.
 //   - reconnect and resume: a GET with Last-Event-ID and the answer it got.
 //   - gap: a 410 delivered with the range the server says is lost (from
 //     last_event_id to resume_event_id, or head_event_id).
@@ -60,6 +71,10 @@ type derivedHistory struct {
 	byOp    map[string]*edgeCall    // the latest attempt of each client's operation
 	lost    map[string]bool         // sessions the client was told are gone
 	streams map[exchangeKey]string  // exchanges awaiting or carrying an unfinished stream, to its request id
+	// tasks maps a task id to the call it runs; fetches the requests that
+	// ask about a task (tasks/get, tasks/result) to its id.
+	tasks   map[string]*edgeCall
+	fetches map[StreamKey]string
 	// requests counts the tools/call requests of each client's operation.
 	requests map[string]int
 	// undistinguished names the operations told apart by their arguments
@@ -68,12 +83,20 @@ type derivedHistory struct {
 	// retry).
 	undistinguished map[string]bool
 	repeated        int
+	// merged counts the operations a key names that were requested more
+	// than once: counted as one call each, though some requests may have
+	// been calls of their own.
+	merged int
+	// late counts the events delivered after their call's answer, which a
+	// client may drop.
+	late int
 }
 
 // edgeCall is one attempt of a call as the client edge shows it.
 type edgeCall struct {
 	client, call, tool string
 	order              string // the operation: call, or the arguments' digest a call of its own shares
+	task               string // the task the server made of the call
 	key                StreamKey
 	attempt            int
 	answered, told     bool
@@ -87,7 +110,8 @@ func historyFromWire(recs []wire.Record, ops Ops) ([]history.Record, []int64) {
 // deriveHistory reads the client edge of recs; see historyFromWire.
 func deriveHistory(recs []wire.Record, ops Ops) *derivedHistory {
 	d := &derivedHistory{ops: ops, edge: newEdgeReader(), callOf: map[StreamKey]*edgeCall{}, byOp: map[string]*edgeCall{},
-		lost: map[string]bool{}, streams: map[exchangeKey]string{}, requests: map[string]int{}, undistinguished: map[string]bool{}}
+		lost: map[string]bool{}, streams: map[exchangeKey]string{}, requests: map[string]int{}, undistinguished: map[string]bool{},
+		tasks: map[string]*edgeCall{}, fetches: map[StreamKey]string{}}
 	var last wire.Record
 	recs = inExchangeOrder(recs)
 	for i := range recs {
@@ -129,6 +153,12 @@ func (d *derivedHistory) request(r *wire.Record) {
 	}
 	for i := range r.Messages {
 		m := &r.Messages[i]
+		if (m.Method == mcpwire.MethodTasksGet || m.Method == mcpwire.MethodTasksResult) && m.IsRequest() && m.TaskID != "" {
+			d.fetches[StreamKey{Session: x.session, RequestID: m.ID}] = m.TaskID
+		}
+		if m.Method == mcpwire.MethodCancelled && m.RequestID != "" {
+			d.cancelled(r, x.session, m.RequestID)
+		}
 		if m.Method != mcpwire.MethodToolsCall || !m.IsRequest() {
 			continue
 		}
@@ -136,12 +166,15 @@ func (d *derivedHistory) request(r *wire.Record) {
 		n := d.requests[client+"\x00"+op] + 1
 		d.requests[client+"\x00"+op] = n
 		call := op
-		if !proven {
+		switch {
+		case !proven:
 			call = fmt.Sprintf("%s/%d", op, n)
 			d.undistinguished[op] = true
 			if n == 2 {
 				d.repeated++
 			}
+		case n == 2:
+			d.merged++
 		}
 		c := &edgeCall{client: client, call: call, order: op, tool: m.Tool, key: StreamKey{Session: x.session, RequestID: m.ID}, attempt: 1}
 		if prev := d.byOp[client+"\x00"+call]; prev != nil {
@@ -185,6 +218,10 @@ func (d *derivedHistory) response(r *wire.Record) {
 		d.tell(x.session, "")
 	}
 	k := exchangeKey{r.Conn, r.Exchange}
+	if r.Status >= 500 && x.stream != "" {
+		d.streams[k] = x.stream
+		d.breakStream(r, k, "status_"+strconv.Itoa(r.Status), "answered "+strconv.Itoa(r.Status)+" in place of the call's answer")
+	}
 	if r.Status >= 400 || r.Header == nil || !isEventStream(r.Header.ContentType) || x.stream == "" {
 		delete(d.streams, k) // answered: a JSON body, or an error, came whole
 	} else {
@@ -241,16 +278,66 @@ func (d *derivedHistory) answer(r *wire.Record, x *exchange, m *wire.Message, ev
 	if !m.Response {
 		return
 	}
+	if id, ok := d.fetches[StreamKey{Session: x.session, RequestID: m.ID}]; ok {
+		d.fetched(r, x, m, id, eventID)
+		return
+	}
 	c := d.callOf[StreamKey{Session: x.session, RequestID: m.ID}]
+	if c == nil || c.answered || c.task != "" {
+		return
+	}
+	if m.ResultType == mcpwire.ResultTask || m.ResultType == "" && m.TaskID != "" && m.TaskStatus != "" && m.ErrorCode == 0 {
+		c.task = m.TaskID
+		d.tasks[m.TaskID] = c
+		d.add(r, history.Record{Kind: history.KindTask, Client: c.client, Call: c.call, Session: x.session, RequestID: m.ID, Detail: m.TaskID})
+		return
+	}
+	d.outcome(r, c, c.key.Session, m, eventID)
+}
+
+// cancelled records the client giving call req of session up: a break of
+// its stream, and a fail it reached without reading any answer.
+func (d *derivedHistory) cancelled(r *wire.Record, session, req string) {
+	c := d.callOf[StreamKey{Session: session, RequestID: req}]
 	if c == nil || c.answered {
 		return
 	}
+	c.answered = true
+	d.add(r, history.Record{Kind: history.KindStreamBreak, Client: c.client, Call: c.call, Session: session, RequestID: req,
+		Reason: "cancelled", Detail: "the client sent notifications/cancelled"})
+	d.add(r, history.Record{Kind: history.KindFail, Client: c.client, Call: c.call, OrderID: c.order, Session: session, RequestID: req,
+		Result: history.ResultCancelled, Reason: "cancelled by the client"})
+}
+
+// fetched records what an answer to a tasks/get or tasks/result about task
+// id hands out: the task's result (a completed tasks/get of the
+// extension, or a tasks/result), or, for an error, the task lost.
+func (d *derivedHistory) fetched(r *wire.Record, x *exchange, m *wire.Message, id string, eventID int64) {
+	c := d.tasks[id]
+	switch {
+	case c == nil || c.answered:
+		return
+	case m.ErrorCode != 0:
+		d.add(r, history.Record{Kind: history.KindStreamBreak, Client: c.client, Call: c.call, Session: c.key.Session, RequestID: c.key.RequestID,
+			Reason: "task_lost", Detail: m.ErrorMessage})
+		c.told = true
+		return
+	case m.TaskStatus != "" && (m.TaskStatus != mcpwire.TaskCompleted || m.ResultType != mcpwire.ResultComplete):
+		return // a status, not yet (or not here) the result
+	case m.TaskStatus == "" && m.TaskID != id:
+		return
+	}
+	d.outcome(r, c, c.key.Session, m, eventID)
+}
+
+// outcome records the answer m to call c as its ok or fail.
+func (d *derivedHistory) outcome(r *wire.Record, c *edgeCall, session string, m *wire.Message, eventID int64) {
 	c.answered = true
 	kind := history.KindOK
 	if m.IsError {
 		kind = history.KindFail
 	}
-	d.add(r, history.Record{Kind: kind, Client: c.client, Call: c.call, OrderID: c.order, Session: x.session, RequestID: m.ID,
+	d.add(r, history.Record{Kind: kind, Client: c.client, Call: c.call, OrderID: c.order, Session: session, RequestID: c.key.RequestID,
 		EventID: eventID, Result: history.ResultRead, Reason: m.ErrorMessage})
 }
 
@@ -282,6 +369,9 @@ func (d *derivedHistory) event(r *wire.Record) {
 			seq := int64(0)
 			if p := m.Progress; p != nil && *p >= 1 && *p == math.Trunc(*p) && *p <= math.MaxInt32 {
 				seq = int64(*p)
+			}
+			if c := d.callOf[StreamKey{Session: x.session, RequestID: owner}]; c != nil && c.answered {
+				d.late++
 			}
 			d.add(r, history.Record{Kind: history.KindEvent, Client: client, Call: d.callName(x.session, owner), Session: x.session,
 				RequestID: owner, EventID: id, Seq: seq, Detail: m.Method})

@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -169,7 +170,8 @@ func place(hist []history.Record, keys map[StreamKey]*eventKeys) []history.Recor
 }
 
 // settleEvents derives the event_emitted records of call c, and what the
-// edge saw of its stream.
+// edge saw of its stream: also of a stream that carried no event, since a
+// server may have emitted some while nothing carried it.
 func (d *derivedLedger) settleEvents(c *wireCall) {
 	evs := d.events.streams[c.key]
 	numbered, any := true, false
@@ -179,10 +181,9 @@ func (d *derivedLedger) settleEvents(c *wireCall) {
 			numbered = numbered && e.num > 0
 		}
 	}
-	if !any {
-		return
+	if any {
+		d.out.keys[c.key] = &eventKeys{numbered: numbered}
 	}
-	d.out.keys[c.key] = &eventKeys{numbered: numbered}
 	seen := map[string]bool{}
 	place := int64(0)
 	for _, e := range evs {
@@ -198,8 +199,9 @@ func (d *derivedLedger) settleEvents(c *wireCall) {
 		d.add(&wire.Record{N: e.n, TUS: e.tus}, sideeffects.Record{Kind: sideeffects.KindEventEmitted, Session: c.key.Session,
 			Client: c.client, RequestID: c.key.RequestID, Tool: c.tool, Stream: d.events.label(e.x), EventID: e.num, Seq: seq})
 	}
-	sight := d.sight(c, evs, numbered)
-	d.out.sight[c.key] = sight
+	if sight := d.sight(c, evs, any, numbered); any || sight.Partial != "" {
+		d.out.sight[c.key] = sight
+	}
 }
 
 // label names the kind of stream an exchange is, as ledger records do.
@@ -212,7 +214,7 @@ func (l *eventLog) label(k exchangeKey) string {
 
 // sight works out what the edge saw of call c's stream, and derives the
 // events its ids prove were emitted and never carried.
-func (d *derivedLedger) sight(c *wireCall, evs []edgeEvent, numbered bool) *streamSight {
+func (d *derivedLedger) sight(c *wireCall, evs []edgeEvent, carried, numbered bool) *streamSight {
 	s := &streamSight{}
 	breaks := d.breaks(c)
 	if c.result && len(breaks) == 0 {
@@ -237,6 +239,8 @@ func (d *derivedLedger) sight(c *wireCall, evs []edgeEvent, numbered bool) *stre
 		s.Partial = why + ", which at 2026-07-28 cancels the call, and the server may have emitted more before it noticed"
 	case !c.result:
 		s.Partial = why + ", and its result never crossed: the server may have emitted events nothing carried"
+	case !carried:
+		s.Partial = why + ", and no event of it crossed the edge: the server may have emitted events while nothing carried it"
 	case !numbered:
 		s.Partial = why + ", and its events carry no ids that tell what the server emitted while it was away"
 	default:
@@ -260,7 +264,7 @@ func (d *derivedLedger) breaks(c *wireCall) []exchangeKey {
 		out = append(out, k)
 	}
 	slices.SortFunc(out, func(a, b exchangeKey) int {
-		return cmp.Compare(d.events.exchanges[a].startUS, d.events.exchanges[b].startUS)
+		return cmp.Or(cmp.Compare(d.events.exchanges[a].startUS, d.events.exchanges[b].startUS), cmp.Compare(a.conn, b.conn), cmp.Compare(a.x, b.x))
 	})
 	return out
 }
@@ -357,23 +361,6 @@ func idPrefix(evs []edgeEvent) (string, bool) {
 	return prefix, set
 }
 
-// sessionIDs is the numbers of every plain numeric id the edge carried in
-// a session, on any stream.
-func (d *derivedLedger) sessionIDs(session string) map[int64]bool {
-	out := map[int64]bool{}
-	for key, evs := range d.events.streams {
-		if key.Session != session {
-			continue
-		}
-		for _, e := range evs {
-			if e.num > 0 {
-				out[e.num] = true
-			}
-		}
-	}
-	return out
-}
-
 // prefixShared reports whether another stream of c's session carried ids
 // with prefix.
 func (d *derivedLedger) prefixShared(c *wireCall, prefix string) bool {
@@ -395,11 +382,14 @@ func (d *derivedLedger) prefixShared(c *wireCall, prefix string) bool {
 // none could have taken them: no other stream of the session carried an id
 // in that range, was open as an event stream then, or had a call running.
 func (d *derivedLedger) aloneIn(c *wireCall, fromUS, toUS, from, to int64) string {
-	for key, evs := range d.events.streams {
+	keys := slices.SortedFunc(maps.Keys(d.events.streams), func(a, b StreamKey) int {
+		return cmp.Or(cmp.Compare(a.Session, b.Session), cmp.Compare(a.RequestID, b.RequestID))
+	})
+	for _, key := range keys {
 		if key.Session != c.key.Session || key == c.key {
 			continue
 		}
-		for _, e := range evs {
+		for _, e := range d.events.streams[key] {
 			if e.num > from && e.num < to {
 				return fmt.Sprintf("another stream of the session (request %s) carried id %s in the range skipped", key.RequestID, e.raw)
 			}

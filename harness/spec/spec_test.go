@@ -252,6 +252,32 @@ func TestParseTakesAClientOfYourOwn(t *testing.T) {
 	require.ErrorContains(t, err, "client.backoff: a bring-your-own client is given no knobs")
 }
 
+func TestParseFillsNoUnknownPlaceholderOfAClientCommand(t *testing.T) {
+	tests := []struct {
+		name    string
+		command string
+		want    string // "" = valid
+	}{
+		{"the url", `[./my-client, --http, "{url}"]`, ""},
+		{"its parts", `[./my-client, -host, "{host}", -port, "{port}", "--addr={addr}"]`, ""},
+		{"JSON arguments", `[./loadtest, '-args={"city": "nyc"}', "{url}"]`, ""},
+		{"an unknown one", `[./my-client, --http, "{uri}"]`, `x.yaml:10:34: client.command[2]: unknown placeholder {uri} (known: {url}, {addr}, {host}, {port})`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(good, "  target: naive\n  backoff: {initial: 1s, max: 30s, retries: 1}\n", "  target: command\n  command: "+tc.command+"\n", 1)
+			require.NotEqual(t, good, src)
+			_, err := Parse("x.yaml", []byte(src))
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
 func TestParseModern(t *testing.T) {
 	src := strings.Replace(good, "target: naive", "target: naive\n  protocol: 2026-07-28", 1)
 	x, err := Parse("x.yaml", []byte(src))

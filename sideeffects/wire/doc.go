@@ -2,7 +2,9 @@
 // edge of an experiment's fault proxy, one JSON object per line in
 // wire.jsonl, timed on the run's base clock (see internal/runclock).
 //
-// The observer (package faults/observer) sits at two edges:
+// The observer (package faults/observer) records two edges, inside the
+// fault proxy's process, at the sockets it accepts from clients and dials
+// to the server:
 //
 //	client ──▶ [edge client] ──▶ fault proxy ──▶ [edge server] ──▶ server
 //
@@ -21,7 +23,8 @@
 // Every line is a [Record]. Common fields: n (the record's number, from 1:
 // the line's number when one proxy agent wrote the file), t_us
 // (microseconds since the run's base), edge (client or server), conn (the
-// connection's number on its edge, from 1) and kind. When several proxy
+// connection's number, from 1: one connection through the proxy has the
+// same number at both edges) and kind. When several proxy
 // agents each carry a share of the clients, share i of k numbers its
 // records and connections i, i+k, i+2k... and [Merge] makes their files
 // one, ordered by t_us: numbers stay unique, and increase within each

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -69,6 +72,34 @@ func (e ClientEnv) Environ() []string {
 	return []string{EnvMCPURL + "=" + e.MCPURL, EnvOperations + "=" + e.Operations, EnvBase + "=" + base, EnvStateDir + "=" + e.StateDir}
 }
 
+// PlaceholderURL, in a client command's arguments, is the MCP endpoint,
+// as [EnvMCPURL] gives it (http://127.0.0.1:41234/mcp): for clients that
+// take their server's URL as an argument. There [PlaceholderAddr],
+// [PlaceholderHost] and [PlaceholderPort] are the endpoint's host:port,
+// host and port.
+const PlaceholderURL = "{url}"
+
+// Expand returns args with every placeholder replaced by the part of
+// e.MCPURL it names ({url}, {addr}, {host}, {port}); an argument may hold
+// several, and text around them is kept ("--server=http://{addr}/"). args
+// is not changed.
+func (e ClientEnv) Expand(args []string) []string {
+	addr := ""
+	if u, err := url.Parse(e.MCPURL); err == nil {
+		addr = u.Host
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		host, port = addr, ""
+	}
+	r := strings.NewReplacer(PlaceholderURL, e.MCPURL, PlaceholderAddr, addr, PlaceholderHost, host, PlaceholderPort, port)
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = r.Replace(a)
+	}
+	return out
+}
+
 // ClientExit is how a bring-your-own client ended, kept with the results.
 type ClientExit struct {
 	Code   int    `json:"code"`   // the exit code; -1 when it was killed or never started
@@ -91,8 +122,10 @@ const ExitFile = "client-exit.json"
 const clientStopGrace = 5 * time.Second
 
 // RunClient writes ops to the operations file in env's state folder, runs
-// argv with the contract's environment added to this process's, its output
-// on out (its last lines also kept in the exit record), until it exits or ctx ends (then SIGTERM, and SIGKILL after a
+// argv (its placeholders filled in, see [ClientEnv.Expand]) with the
+// contract's environment added to this process's, its output on out (its
+// last lines also kept in the exit record), until it exits or ctx ends
+// (then SIGTERM, and SIGKILL after a
 // grace), and returns how it ended. An error is returned only when the
 // client could not be started at all; how a started client ends is its
 // own business, a finding for the verdict, not a failure of the harness.
@@ -113,7 +146,7 @@ func RunClient(ctx context.Context, argv []string, env ClientEnv, ops Operations
 	if err != nil {
 		return ClientExit{Code: -1}, fmt.Errorf("operations file: %w", err)
 	}
-	c := exec.Command(argv[0], argv[1:]...)
+	c := exec.Command(argv[0], env.Expand(argv[1:])...)
 	c.Env = append(os.Environ(), env.Environ()...)
 	said := newTail(tailLines)
 	c.Stdout = io.MultiWriter(out, said)

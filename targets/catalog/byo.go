@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/chaosrun/chaosrun/internal/field"
 	"github.com/chaosrun/chaosrun/targets"
@@ -81,13 +83,32 @@ type ClientCommandOptions struct {
 	Command []string `yaml:"command" json:"command"`
 }
 
-// Validate requires a command.
+// Validate requires a command whose arguments hold no placeholder but
+// the client's (the MCP endpoint and its parts, byo.ClientEnv.Expand).
 func (o *ClientCommandOptions) Validate() error {
 	if len(o.Command) == 0 {
 		return field.Errorf("command", "is required when client.target is command")
 	}
-	return nil
+	var errs []error
+	for i, arg := range o.Command {
+		for _, ph := range placeholderRE.FindAllString(arg, -1) {
+			if !slices.Contains(clientPlaceholders, ph) {
+				errs = append(errs, field.Errorf(fmt.Sprintf("command[%d]", i), "unknown placeholder %s (known: %s)", ph, strings.Join(clientPlaceholders, ", ")))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
+
+var (
+	// placeholderRE is what reads as a placeholder in a command's
+	// argument: a lower-case word in braces (JSON, with its quotes, does
+	// not).
+	placeholderRE = regexp.MustCompile(`\{[a-z_]+\}`)
+	// clientPlaceholders are those a client command's arguments may hold:
+	// the MCP endpoint and its parts.
+	clientPlaceholders = []string{byo.PlaceholderURL, byo.PlaceholderAddr, byo.PlaceholderHost, byo.PlaceholderPort}
+)
 
 // Scaled returns a copy: the options hold no duration.
 func (o *ClientCommandOptions) Scaled(float64) targets.Options { c := *o; return &c }

@@ -27,8 +27,10 @@
 //
 // An outcome read from the call's response (its result, or a JSON-RPC error
 // answering it) carries result "read" and, when the response came as an
-// SSE event, its event_id; an outcome the client reached by giving up
-// (retries exhausted, session gone) carries neither. The checker counts a
+// SSE event, its event_id; a fail the client reached by cancelling the
+// call (notifications/cancelled) carries result "cancelled"; an outcome
+// the client reached by giving up otherwise (retries exhausted, session
+// gone) carries neither. The checker counts a
 // result as read only by an outcome that read it.
 //
 // A stream, from the client's side, is the pair (session, request_id): the
@@ -66,6 +68,11 @@ const (
 // ResultRead is the result field of an outcome read from the call's
 // response.
 const ResultRead = "read"
+
+// ResultCancelled is the result field of a fail outcome the client reached
+// by abandoning the call and telling the server so (notifications/cancelled):
+// an answer that comes after it is not read.
+const ResultCancelled = "cancelled"
 
 // IsOutcome reports whether k ends a call (ok, fail or unknown).
 func (k Kind) IsOutcome() bool { return k == KindOK || k == KindFail || k == KindUnknown }

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,6 +156,23 @@ func TestResumeReplaysOnlyItsStream(t *testing.T) {
 	assert.NotContains(t, got.ids, bGot.ids[1], "no event of the other stream")
 }
 
+// firstEvent waits for the ledger's record of the first progress event of
+// request 2 and returns its id: a cursor that does not depend on the
+// request's own connection keeping up with a live stream (with five events
+// retained, a connection more than 10 or 25 ms behind, as on a loaded
+// machine, is ended or moved to head by the server).
+func firstEvent(t *testing.T, ts *tserver) int64 {
+	t.Helper()
+	return ts.waitRecord(t, sideeffects.KindEventEmitted, func(r sideeffects.Record) bool { return r.RequestID == "2" && r.Seq == 1 }).EventID
+}
+
+// emittedPast waits until the server has emitted event id: with five
+// events retained, every event of a single stream up to id-5 is evicted.
+func emittedPast(t *testing.T, ts *tserver, id int64) {
+	t.Helper()
+	ts.waitRecord(t, sideeffects.KindEventEmitted, func(r sideeffects.Record) bool { return r.EventID >= id })
+}
+
 func TestEvictedResumeGone(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -165,16 +184,16 @@ func TestEvictedResumeGone(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := startServer(t, Config{RetentionEvents: 5, OnUnresumable: OnUnresumableGone})
+			gaps := &gapLog{}
+			ts := startServer(t, Config{RetentionEvents: 5, OnUnresumable: OnUnresumableGone, Logger: slog.New(gaps)})
 			sid, v := ts.initialize(t, mcpwire.Version20251125)
 			s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, tc.args)
-			s.next(t) // priming
-			last := eventID(t, s.next(t))
+			last := firstEvent(t, ts)
 			s.cut()
 			if tc.complete {
 				ts.waitRecord(t, sideeffects.KindCallFinished, forRequest("2"))
 			} else {
-				ts.waitRecord(t, sideeffects.KindEventEmitted, func(r sideeffects.Record) bool { return r.Seq >= 12 })
+				emittedPast(t, ts, last+12)
 			}
 
 			resp := ts.resume(t, sid, v, last)
@@ -208,41 +227,137 @@ func TestEvictedResumeGone(t *testing.T) {
 			for i, id := range got.ids {
 				assert.Equal(t, gone.HeadEventID+int64(i)+1, id, "from head on, nothing is lost")
 			}
-			if !tc.complete {
-				require.Len(t, got.responses, 1)
+			if tc.complete || len(got.responses) == 1 {
+				return
 			}
+			// A reader more than five events (25 ms) behind the live
+			// stream is ended, so that its next resume meets 410: the loss
+			// is surfaced, never silent.
+			lastGot := gone.HeadEventID
+			if n := len(got.ids); n > 0 {
+				lastGot = got.ids[n-1]
+			}
+			require.True(t, gaps.ended(lastGot), "the stream ended at %d without its result, and not because its reader fell behind retention; server gaps: %+v",
+				lastGot, gaps.all())
+			assert.Equal(t, http.StatusGone, ts.resume(t, sid, v, lastGot).StatusCode, "the next resume surfaces the loss")
 		})
 	}
 }
 
 func TestEvictedResumeSilentHead(t *testing.T) {
-	ts := startServer(t, Config{RetentionEvents: 5, OnUnresumable: OnUnresumableSilentHead})
+	gaps := &gapLog{}
+	ts := startServer(t, Config{RetentionEvents: 5, OnUnresumable: OnUnresumableSilentHead, Logger: slog.New(gaps)})
 	sid, v := ts.initialize(t, mcpwire.Version20251125)
 	// 1.5 s of events, so the stream is still live when the resume comes
 	// however loaded the machine (at 60 × 3 ms it had once ended).
 	s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 300, "interval_ms": 5})
-	s.next(t) // priming
-	first := s.next(t)
+	first := firstEvent(t, ts)
 	s.cut()
-	ts.waitRecord(t, sideeffects.KindEventEmitted, func(r sideeffects.Record) bool { return r.Seq >= 12 })
-	emittedBefore := len(ts.records(sideeffects.KindEventEmitted, nil))
+	emittedPast(t, ts, first+12)
 
-	resp := ts.resume(t, sid, v, eventID(t, first))
+	resp := ts.resume(t, sid, v, first)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "silent_head answers as if all were well: the incident's bug")
-	got := sortEvents(t, readAll(t, resp))
-	require.Len(t, got.responses, 1)
-	require.NotEmpty(t, got.seqs)
-	assert.Greater(t, got.seqs[0], int64(emittedBefore), "no replay: it continues at head")
+	evs := readAll(t, resp)
+	require.NotEmpty(t, evs)
+	head := eventID(t, evs[0])
+	assert.True(t, gaps.skipped(first, head), "the resume from %d continues at the head %d, its priming event's cursor; server gaps: %+v",
+		first, head, gaps.all())
+	assert.GreaterOrEqual(t, head, first+12, "no replay: it continues at head, twelve events on at least")
+	got := sortEvents(t, primed(t, evs, head))
+	if len(got.seqs) > 0 {
+		var skipped []int64
+		for seq := int64(2); seq < got.seqs[0]; seq++ {
+			skipped = append(skipped, seq)
+		}
+		t.Logf("silent_head skipped progress events %v without telling the client", skipped)
+	}
 
-	var skipped []int64
-	for seq := int64(2); seq < got.seqs[0]; seq++ {
-		skipped = append(skipped, seq)
+	// After the jump the stream is continuous, but for the jumps the
+	// server made when this reader fell more than five events (25 ms)
+	// behind the live stream, as on a loaded machine: each starts at the
+	// last event delivered and ends at a head the next event follows (or
+	// at the result itself, which is then lost too).
+	prev := head
+	for _, id := range got.ids {
+		if id != prev+1 {
+			assert.True(t, gaps.skippedPast(prev, id), "events %d to %d missing, and the server made no jump from %d; server gaps: %+v",
+				prev+1, id-1, prev, gaps.all())
+		}
+		prev = id
 	}
-	t.Logf("silent_head skipped progress events %v without telling the client", skipped)
-	assert.GreaterOrEqual(t, len(skipped), 10)
-	for i := 1; i < len(got.seqs); i++ {
-		assert.Equal(t, got.seqs[i-1]+1, got.seqs[i], "continuous after the silent jump")
+	if len(got.responses) == 1 {
+		return
 	}
+	written := ts.waitRecord(t, sideeffects.KindResultWritten, forRequest("2"))
+	assert.True(t, gaps.skipped(prev, written.EventID), "the stream ended at %d without its result %d, and the server made no jump to it; server gaps: %+v",
+		prev, written.EventID, gaps.all())
+}
+
+// gap is a jump the server logged: events after cursor evicted under a
+// resume or a live connection, which continued at head (silent_head) or
+// was ended (gone, head 0).
+type gap struct {
+	cursor, head int64
+	ended        bool
+}
+
+// gapLog is a slog handler that keeps the server's log records of
+// evicted events under a connection (Server.skipGap and resumePoint), so a
+// test tells the server's own jumps from events lost in other ways.
+type gapLog struct {
+	mu   sync.Mutex
+	gaps []gap
+}
+
+func (*gapLog) Enabled(context.Context, slog.Level) bool { return true }
+func (g *gapLog) WithAttrs([]slog.Attr) slog.Handler     { return g }
+func (g *gapLog) WithGroup(string) slog.Handler          { return g }
+
+func (g *gapLog) Handle(_ context.Context, r slog.Record) error {
+	var x gap
+	switch {
+	case strings.HasPrefix(r.Message, "silent_head: skipping evicted events"):
+	case strings.HasPrefix(r.Message, "events evicted under a live connection"):
+		x.ended = true
+	default:
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "cursor":
+			x.cursor = a.Value.Int64()
+		case "head":
+			x.head = a.Value.Int64()
+		}
+		return true
+	})
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.gaps = append(g.gaps, x)
+	return nil
+}
+
+func (g *gapLog) all() []gap {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.gaps)
+}
+
+// skipped reports whether the server jumped from cursor to head.
+func (g *gapLog) skipped(cursor, head int64) bool {
+	return slices.Contains(g.all(), gap{cursor: cursor, head: head})
+}
+
+// skippedPast reports whether the server jumped from cursor to a head
+// that next follows.
+func (g *gapLog) skippedPast(cursor, next int64) bool {
+	return slices.ContainsFunc(g.all(), func(x gap) bool { return !x.ended && x.cursor == cursor && x.head < next })
+}
+
+// ended reports whether the server ended a live connection whose cursor
+// was last.
+func (g *gapLog) ended(last int64) bool {
+	return slices.ContainsFunc(g.all(), func(x gap) bool { return x.ended && x.cursor == last })
 }
 
 // TestResumeTakesOverAttachedStream holds the answer to a half-open

@@ -13,11 +13,14 @@
 //	                                      row, one every --row-interval
 //
 // Flags: --addr (host:port to serve MCP on, at /mcp), --work,
-// --row-interval, and --event-store-bytes (what the SDK's event store keeps
-// for resumption; 0 is its default, 10 MiB). Every charge is printed on
-// stdout, the side effect a user would look for in the provider's
-// dashboard. On SIGTERM it stops taking connections and lets running tools
-// finish for up to 5 s.
+// --row-interval, --event-store-bytes (what the SDK's event store keeps
+// for resumption; 0 is its default, 10 MiB), --progress (what an export's
+// progress counts: rows 1, 2, 3 of N by default; fraction, 0.002 of 1;
+// percent, 0.2 of 100; bytes, 512 of N×512) and --log-rows (print a line
+// per progress notification sent). Every charge is printed on stdout, the
+// side effect a user would look for in the provider's dashboard. On
+// SIGTERM it stops taking connections and lets running tools finish for up
+// to 5 s.
 package main
 
 import (
@@ -41,10 +44,16 @@ func main() {
 	work := flag.Duration("work", 4*time.Second, "how long the payment provider takes to charge")
 	interval := flag.Duration("row-interval", 10*time.Millisecond, "pause between two exported rows")
 	storeBytes := flag.Int("event-store-bytes", 0, "bytes of events kept for resumption (0: the SDK's default)")
+	unit := flag.String("progress", "rows", "what an export's progress counts: rows, fraction, percent or bytes")
+	logRows := flag.Bool("log-rows", false, "print a line per progress notification sent")
 	flag.Parse()
+	scale, ok := progressUnits[*unit]
+	if !ok {
+		log.Fatalf("shop-gosdk: --progress %q: rows, fraction, percent or bytes", *unit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := serve(ctx, *addr, *work, *interval, *storeBytes); err != nil {
+	if err := serve(ctx, *addr, *work, *interval, *storeBytes, rowProgress{scale: scale, log: *logRows}); err != nil {
 		log.Fatalf("shop-gosdk: %v", err)
 	}
 }
@@ -58,7 +67,22 @@ type export struct {
 	Rows int `json:"rows" jsonschema:"how many rows to export"`
 }
 
-func serve(ctx context.Context, addr string, work, interval time.Duration, storeBytes int) error {
+// progressUnits turn row i of n into the progress and total an export
+// reports: what real servers count (rows, a fraction, a percentage, bytes).
+var progressUnits = map[string]func(i, n int) (float64, float64){
+	"rows":     func(i, n int) (float64, float64) { return float64(i), float64(n) },
+	"fraction": func(i, n int) (float64, float64) { return float64(i) / float64(n), 1 },
+	"percent":  func(i, n int) (float64, float64) { return float64(i) * 100 / float64(n), 100 },
+	"bytes":    func(i, n int) (float64, float64) { return float64(i) * 512, float64(n) * 512 },
+}
+
+// rowProgress is how an export reports its rows.
+type rowProgress struct {
+	scale func(i, n int) (float64, float64)
+	log   bool // print a line per notification sent
+}
+
+func serve(ctx context.Context, addr string, work, interval time.Duration, storeBytes int, rows rowProgress) error {
 	s := mcp.NewServer(&mcp.Implementation{Name: "shop-gosdk", Version: "1.0.0"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "place_order", Description: "Charge an order through the payment provider"},
 		func(_ context.Context, _ *mcp.CallToolRequest, o order) (*mcp.CallToolResult, any, error) {
@@ -79,10 +103,15 @@ func serve(ctx context.Context, addr string, work, interval time.Duration, store
 				if token == nil {
 					continue
 				}
+				progress, total := rows.scale(i, e.Rows)
 				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-					ProgressToken: token, Progress: float64(i), Total: float64(e.Rows),
+					ProgressToken: token, Progress: progress, Total: total,
 				}); err != nil {
 					return nil, nil, err
+				}
+				if rows.log {
+					fmt.Printf("sent row %d of %d (session %s, progress token %v): progress %g of %g\n",
+						i, e.Rows, req.Session.ID(), token, progress, total)
 				}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{

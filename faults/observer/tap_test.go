@@ -284,7 +284,7 @@ func TestRefusedUpstreamIsAReset(t *testing.T) {
 	require.NoError(t, ln.Close())
 
 	sink := newCollect(t)
-	tap := startTap(t, wire.EdgeServer, refused, sink)
+	tap := startTap(t, wire.EdgeClient, refused, sink) // the server edge has no socket: nothing reached the server
 	c, err := net.Dial("tcp", tap.Addr())
 	if err == nil { // the reset can come before the dial returns, and then fails it
 		t.Cleanup(func() { c.Close() })
@@ -352,10 +352,10 @@ func TestStartRejectsBadConfig(t *testing.T) {
 		cfg     observer.Config
 		wantErr string
 	}{
-		{name: "no listener", ctx: context.Background(), cfg: observer.Config{Edge: wire.EdgeClient, Upstream: "x:1"}, wantErr: "no listener"},
-		{name: "bad edge", ctx: context.Background(), ln: ln, cfg: observer.Config{Edge: "middle", Upstream: "x:1"}, wantErr: `edge "middle"`},
-		{name: "no upstream", ctx: context.Background(), ln: ln, cfg: observer.Config{Edge: wire.EdgeServer}, wantErr: "no upstream"},
-		{name: "ended context", ctx: cancelled, ln: ln, cfg: observer.Config{Edge: wire.EdgeServer, Upstream: "x:1"}, wantErr: "context canceled"},
+		{name: "no listener", ctx: context.Background(), cfg: observer.Config{Upstream: "x:1", Relay: relay}, wantErr: "no listener"},
+		{name: "no relay", ctx: context.Background(), ln: ln, cfg: observer.Config{Upstream: "x:1"}, wantErr: "no relay"},
+		{name: "no upstream", ctx: context.Background(), ln: ln, cfg: observer.Config{Relay: relay}, wantErr: "no upstream"},
+		{name: "ended context", ctx: cancelled, ln: ln, cfg: observer.Config{Upstream: "x:1", Relay: relay}, wantErr: "context canceled"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -371,7 +371,7 @@ func TestContextEndClosesTheTap(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	sink := newCollect(t)
-	tap, err := observer.Start(ctx, ln, observer.Config{Edge: wire.EdgeClient, Upstream: upstream, Sink: sink})
+	tap, err := observer.Start(ctx, ln, observer.Config{Upstream: upstream, Relay: relay, Sink: atEdge(wire.EdgeClient, sink)})
 	require.NoError(t, err)
 	c := dial(t, tap.Addr())
 	sink.await(t, "open", kind(wire.KindOpen, 0))
@@ -523,7 +523,7 @@ func TestRecordsNoLaterThanTheirReader(t *testing.T) {
 	sink := slowSink{collect: newCollect(t), pause: 40 * time.Millisecond}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	tap, err := observer.Start(context.Background(), ln, observer.Config{Edge: wire.EdgeClient, Upstream: upstream, Clock: clock, Sink: sink})
+	tap, err := observer.Start(context.Background(), ln, observer.Config{Upstream: upstream, Relay: relay, Clock: clock, Sink: atEdge(wire.EdgeClient, sink)})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, tap.Close()) })
 

@@ -31,7 +31,8 @@ type Entry struct {
 	// HealError is set when the fault acted but undoing it failed.
 	HealError string `json:"heal_error,omitempty"`
 
-	_ struct{} // keyed literals only: the entry grows
+	stops bool     // the injection stops its target (Event.Stops); not logged
+	_     struct{} // keyed literals only: the entry grows
 }
 
 // Log appends entries to faults.jsonl. It is safe for concurrent use.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/internal/dur"
+	"github.com/chaosrun/chaosrun/internal/field"
 )
 
 // Kind names, as written in experiment files. They are stable.
@@ -40,8 +41,9 @@ var ErrUnknownKind = errors.New("unknown fault kind")
 // mapping straight into them. [Plan] gives each injection a copy at run
 // scale, which is what inject reads.
 type Params interface {
-	// Validate checks the parameters. Its message starts with the name of
-	// the offending field as written in the file ("idle: must be positive").
+	// Validate checks the parameters. Each problem is a *field.Error
+	// naming the offending field as written in the file ("idle"), joined
+	// (errors.Join) when there are several.
 	Validate() error
 
 	// window is the length of the fault's scheduled effect.
@@ -102,28 +104,28 @@ const (
 	Downstream = "downstream" // server to client
 )
 
-func positive(field string, d dur.Duration) error {
+func positive(name string, d dur.Duration) error {
 	if d <= 0 {
-		return fmt.Errorf("%s: must be positive", field)
+		return field.Errorf(name, "must be positive")
 	}
 	return nil
 }
 
-func notNegative(field string, d dur.Duration) error {
+func notNegative(name string, d dur.Duration) error {
 	if d < 0 {
-		return fmt.Errorf("%s: must not be negative", field)
+		return field.Errorf(name, "must not be negative")
 	}
 	return nil
 }
 
-func oneOf(field, v string, allowed ...string) error {
+func oneOf(name, v string, allowed ...string) error {
 	if slices.Contains(allowed, v) {
 		return nil
 	}
 	if len(allowed) == 2 {
-		return fmt.Errorf("%s: must be %s or %s, got %q", field, allowed[0], allowed[1], v)
+		return field.Errorf(name, "must be %s or %s, got %q", allowed[0], allowed[1], v)
 	}
-	return fmt.Errorf("%s: must be one of %s, got %q", field, strings.Join(allowed, ", "), v)
+	return field.Errorf(name, "must be one of %s, got %q", strings.Join(allowed, ", "), v)
 }
 
 // stream checks an optional stream field; empty means downstream.

@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -150,4 +151,45 @@ func FuzzParamsJSON(f *testing.F) {
 			t.Fatalf("%s: %s no longer valid: %v", kind, out, err)
 		}
 	})
+}
+
+// TestKindsSayWhatTheyNeed: what a loader and a runner ask of each kind,
+// through the optional interfaces, instead of knowing kinds.
+func TestKindsSayWhatTheyNeed(t *testing.T) {
+	tests := []struct {
+		params  faults.Params
+		target  *faults.Target
+		control *faults.Control
+		reset   bool
+	}{
+		{&faults.Restart{Role: "server", Replica: 2}, &faults.Target{Role: "server", Replica: 2, Stops: true}, nil, false},
+		{&faults.Crash{Role: "redis"}, &faults.Target{Role: "redis", Stops: true}, nil, false},
+		{&faults.Pause{Role: "client"}, &faults.Target{Role: "client", Freezes: true}, nil, false},
+		{&faults.ExpireSession{}, nil, &faults.Control{Action: "expire", Sessions: true}, false},
+		{&faults.TerminateSession{}, nil, &faults.Control{Action: "terminate", Sessions: true}, false},
+		{&faults.DropTasks{}, nil, &faults.Control{Action: "drop_tasks", Tasks: true}, false},
+		{&faults.Reset{}, nil, nil, true},
+		{&faults.IdleTimeout{Close: faults.CloseReset}, nil, nil, true},
+		{&faults.IdleTimeout{Close: faults.CloseFIN}, nil, nil, false},
+		{&faults.Partition{}, nil, nil, false},
+		{&faults.HTTPStatus{}, nil, nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(strings.TrimPrefix(fmt.Sprintf("%T", tc.params), "*faults."), func(t *testing.T) {
+			var target *faults.Target
+			if tg, ok := tc.params.(faults.Targeted); ok {
+				target = new(tg.Target())
+			}
+			assert.Equal(t, tc.target, target)
+			var control *faults.Control
+			if c, ok := tc.params.(faults.Controlled); ok {
+				control = new(c.Control())
+			}
+			assert.Equal(t, tc.control, control)
+			r, ok := tc.params.(faults.Resetting)
+			assert.Equal(t, tc.reset, ok && r.ClosesByReset())
+		})
+	}
+	assert.Equal(t, "server-2", faults.Target{Role: "server", Replica: 2}.Name())
+	assert.Equal(t, "redis", faults.Target{Role: "redis"}.Name())
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/internal/dur"
+	"github.com/chaosrun/chaosrun/internal/field"
 )
 
 // MaxRepeat bounds how many times one fault is repeated.
@@ -41,16 +42,16 @@ type Repeat struct {
 	Jitter dur.Duration `yaml:"jitter"`
 }
 
-// Validate checks a repeat block; messages start with the field name.
+// Validate checks a repeat block; a problem is a *field.Error.
 func (r Repeat) Validate() error {
 	if r.Count < 1 || r.Count > MaxRepeat {
-		return fmt.Errorf("count: must be between 1 and %d, got %d", MaxRepeat, r.Count)
+		return field.Errorf("count", "must be between 1 and %d, got %d", MaxRepeat, r.Count)
 	}
 	if err := positive("every", r.Every); err != nil {
 		return err
 	}
 	if r.Jitter < 0 || r.Jitter > r.Every {
-		return fmt.Errorf("jitter: must be between 0 and every (%s)", r.Every)
+		return field.Errorf("jitter", "must be between 0 and every (%s)", r.Every)
 	}
 	return nil
 }
@@ -174,12 +175,8 @@ func PlanTriggers(plan []Injection) []trigger.Trigger {
 // fault's effect, so a new kind's durations scale without a line of its
 // own; counts, sizes, rates and statuses are not time and stay as written.
 func atScale(p Params, f float64) Params {
-	v := reflect.New(reflect.TypeOf(p).Elem()).Elem()
-	v.Set(reflect.ValueOf(p).Elem())
-	for i := range v.NumField() {
-		if fv := v.Field(i); fv.Type() == reflect.TypeFor[dur.Duration]() {
-			fv.SetInt(int64(dur.Duration(fv.Int()).Scale(f)))
-		}
-	}
-	return v.Addr().Interface().(Params)
+	v := reflect.New(reflect.TypeOf(p).Elem())
+	v.Elem().Set(reflect.ValueOf(p).Elem())
+	dur.ScaleAll(v.Interface(), f)
+	return v.Interface().(Params)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/chaosrun/chaosrun/internal/dur"
+	"github.com/chaosrun/chaosrun/internal/field"
 )
 
 // Roles of the agents a process fault can target. The proxy is not one:
@@ -27,9 +28,9 @@ func validTarget(role string, replica int) error {
 	}
 	switch {
 	case replica < 0:
-		return fmt.Errorf("replica: must be 1 or more (absent: the first), got %d", replica)
+		return field.Errorf("replica", "must be 1 or more (absent: the first), got %d", replica)
 	case replica > 0 && role != "server":
-		return fmt.Errorf("replica: only the server has replicas, not the %s", role)
+		return field.Errorf("replica", "only the server has replicas, not the %s", role)
 	}
 	return nil
 }
@@ -67,6 +68,9 @@ type Restart struct {
 // Validate requires a known role.
 func (p *Restart) Validate() error { return validTarget(p.Role, p.Replica) }
 
+// Target is the agent restarted, which stops.
+func (p *Restart) Target() Target { return Target{Role: p.Role, Replica: p.Replica, Stops: true} }
+
 func (p *Restart) window() dur.Duration { return 0 }
 func (p *Restart) hold() dur.Duration   { return 0 }
 
@@ -75,7 +79,7 @@ func (p *Restart) inject(ctx context.Context, r *run, _ Injection) (heal, string
 	if err != nil {
 		return nil, "", err
 	}
-	name := AgentName(p.Role, p.Replica)
+	name := p.Target().Name()
 	if err := procs.Restart(ctx, name, p.Graceful); err != nil {
 		return nil, "", err
 	}
@@ -100,6 +104,9 @@ type Crash struct {
 // Validate requires a known role (a duration is never negative).
 func (p *Crash) Validate() error { return validTarget(p.Role, p.Replica) }
 
+// Target is the agent killed, which stops.
+func (p *Crash) Target() Target { return Target{Role: p.Role, Replica: p.Replica, Stops: true} }
+
 func (p *Crash) window() dur.Duration { return p.Down }
 func (p *Crash) hold() dur.Duration   { return p.Down }
 
@@ -108,7 +115,7 @@ func (p *Crash) inject(ctx context.Context, r *run, _ Injection) (heal, string, 
 	if err != nil {
 		return nil, "", err
 	}
-	name := AgentName(p.Role, p.Replica)
+	name := p.Target().Name()
 	if p.Down == 0 {
 		if err := procs.Restart(ctx, name, false); err != nil {
 			return nil, "", err
@@ -142,6 +149,9 @@ func (p *Pause) Validate() error {
 	return positive("for", p.For)
 }
 
+// Target is the agent frozen.
+func (p *Pause) Target() Target { return Target{Role: p.Role, Replica: p.Replica, Freezes: true} }
+
 func (p *Pause) window() dur.Duration { return p.For }
 func (p *Pause) hold() dur.Duration   { return p.For }
 
@@ -150,7 +160,7 @@ func (p *Pause) inject(ctx context.Context, r *run, _ Injection) (heal, string, 
 	if err != nil {
 		return nil, "", err
 	}
-	name := AgentName(p.Role, p.Replica)
+	name := p.Target().Name()
 	return r.shared(ctx, "pause "+name,
 		func(ctx context.Context) error { return procs.Pause(ctx, name) },
 		func(ctx context.Context) error { return procs.Resume(ctx, name) },
@@ -165,11 +175,14 @@ type ExpireSession struct{}
 // Validate accepts the empty parameters.
 func (p *ExpireSession) Validate() error { return nil }
 
+// Control is the expire action, on sessions.
+func (p *ExpireSession) Control() Control { return Control{Action: "expire", Sessions: true} }
+
 func (p *ExpireSession) window() dur.Duration { return 0 }
 func (p *ExpireSession) hold() dur.Duration   { return 0 }
 
 func (p *ExpireSession) inject(ctx context.Context, r *run, _ Injection) (heal, string, error) {
-	return r.control(ctx, "expire", "expired")
+	return r.control(ctx, p.Control().Action, "expired")
 }
 
 // TerminateSession makes the server end its live sessions with a close
@@ -179,11 +192,14 @@ type TerminateSession struct{}
 // Validate accepts the empty parameters.
 func (p *TerminateSession) Validate() error { return nil }
 
+// Control is the terminate action, on sessions.
+func (p *TerminateSession) Control() Control { return Control{Action: "terminate", Sessions: true} }
+
 func (p *TerminateSession) window() dur.Duration { return 0 }
 func (p *TerminateSession) hold() dur.Duration   { return 0 }
 
 func (p *TerminateSession) inject(ctx context.Context, r *run, _ Injection) (heal, string, error) {
-	return r.control(ctx, "terminate", "terminated")
+	return r.control(ctx, p.Control().Action, "terminated")
 }
 
 // DropTasks makes the server's task store forget every task now
@@ -194,11 +210,14 @@ type DropTasks struct{}
 // Validate accepts the empty parameters.
 func (p *DropTasks) Validate() error { return nil }
 
+// Control is the drop_tasks action, on the task store.
+func (p *DropTasks) Control() Control { return Control{Action: "drop_tasks", Tasks: true} }
+
 func (p *DropTasks) window() dur.Duration { return 0 }
 func (p *DropTasks) hold() dur.Duration   { return 0 }
 
 func (p *DropTasks) inject(ctx context.Context, r *run, _ Injection) (heal, string, error) {
-	body, err := r.post(ctx, "drop_tasks")
+	body, err := r.post(ctx, p.Control().Action)
 	if err != nil {
 		return nil, "", err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults/toxics"
 	"github.com/chaosrun/chaosrun/internal/dur"
+	"github.com/chaosrun/chaosrun/internal/field"
 )
 
 // How an idle timeout closes a connection, and how a partition holds them.
@@ -47,10 +48,13 @@ func (p *IdleTimeout) Validate() error {
 		return err
 	}
 	if p.For != 0 && p.For <= p.Idle {
-		return fmt.Errorf("for: must exceed idle (%s), or the timeout never fires", p.Idle)
+		return field.Errorf("for", "must exceed idle (%s), or the timeout never fires", p.Idle)
 	}
 	return nil
 }
+
+// ClosesByReset says whether the timeout closes by RST (close: reset).
+func (p *IdleTimeout) ClosesByReset() bool { return p.Close == CloseReset }
 
 func (p *IdleTimeout) window() dur.Duration { return p.Idle }
 func (p *IdleTimeout) hold() dur.Duration   { return p.For }
@@ -102,10 +106,13 @@ func (p *Reset) Validate() error {
 		return err
 	}
 	if p.For != 0 && p.For <= p.After {
-		return fmt.Errorf("for: must exceed after (%s), or no connection is reset", p.After)
+		return field.Errorf("for", "must exceed after (%s), or no connection is reset", p.After)
 	}
 	return nil
 }
+
+// ClosesByReset is true: a reset closes by RST.
+func (p *Reset) ClosesByReset() bool { return true }
 
 func (p *Reset) window() dur.Duration { return p.For }
 func (p *Reset) hold() dur.Duration   { return p.For }
@@ -164,7 +171,7 @@ func (p *Latency) Validate() error {
 		return err
 	}
 	if p.Jitter < 0 || p.Jitter > p.Latency {
-		return fmt.Errorf("jitter: must be between 0 and latency (%s)", p.Latency)
+		return field.Errorf("jitter", "must be between 0 and latency (%s)", p.Latency)
 	}
 	if _, err := stream(p.Stream); err != nil {
 		return err
@@ -194,7 +201,7 @@ type Bandwidth struct {
 // Validate requires a positive rate.
 func (p *Bandwidth) Validate() error {
 	if p.Rate <= 0 {
-		return fmt.Errorf("rate: must be a positive number of KB/s")
+		return field.Errorf("rate", "must be a positive number of KB/s")
 	}
 	if _, err := stream(p.Stream); err != nil {
 		return err
@@ -224,10 +231,10 @@ type Slicer struct {
 // Validate requires a positive average size and a variation below it.
 func (p *Slicer) Validate() error {
 	if p.AverageSize <= 0 {
-		return fmt.Errorf("average_size: must be a positive number of bytes")
+		return field.Errorf("average_size", "must be a positive number of bytes")
 	}
 	if p.SizeVariation < 0 || p.SizeVariation >= p.AverageSize {
-		return fmt.Errorf("size_variation: must be between 0 and average_size - 1")
+		return field.Errorf("size_variation", "must be between 0 and average_size - 1")
 	}
 	if err := notNegative("delay", p.Delay); err != nil {
 		return err
@@ -260,7 +267,7 @@ type LimitData struct {
 // Validate requires a positive byte count.
 func (p *LimitData) Validate() error {
 	if p.Bytes <= 0 {
-		return fmt.Errorf("bytes: must be positive")
+		return field.Errorf("bytes", "must be positive")
 	}
 	if _, err := stream(p.Stream); err != nil {
 		return err
@@ -331,10 +338,10 @@ type HTTPStatus struct {
 // Validate requires a 4xx or 5xx status and a count that is not negative.
 func (p *HTTPStatus) Validate() error {
 	if p.Status < 400 || p.Status > 599 {
-		return fmt.Errorf("status: must be an HTTP status from 400 to 599 (e.g. 503), got %d", p.Status)
+		return field.Errorf("status", "must be an HTTP status from 400 to 599 (e.g. 503), got %d", p.Status)
 	}
 	if p.Count < 0 {
-		return fmt.Errorf("count: must not be negative (0 answers every request)")
+		return field.Errorf("count", "must not be negative (0 answers every request)")
 	}
 	return notNegative("for", p.For)
 }

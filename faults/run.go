@@ -129,6 +129,9 @@ type Event struct {
 	Repeat int
 	Kind   string
 	Target string
+	// Stops says the injection stops the process it targets, and every
+	// call the process was running with it (see [Target]).
+	Stops  bool
 	At     time.Duration // on the run's clock
 	Detail string
 	Err    error // set when Phase is PhaseFailed
@@ -201,13 +204,8 @@ func Run(ctx context.Context, env Env, plan []Injection) error {
 
 func wantsRST(plan []Injection) bool {
 	for _, in := range plan {
-		switch p := in.Params.(type) {
-		case *Reset:
+		if r, ok := in.Params.(Resetting); ok && r.ClosesByReset() {
 			return true
-		case *IdleTimeout:
-			if p.Close == CloseReset {
-				return true
-			}
 		}
 	}
 	return false
@@ -227,7 +225,7 @@ type run struct {
 
 // one waits for, applies, heals and logs one injection.
 func (r *run) one(ctx context.Context, in Injection) error {
-	e := Entry{Index: in.Index, Repeat: in.Repeat, Kind: in.Kind, Target: r.target(in), Params: paramsMap(in.Written)}
+	e := Entry{Index: in.Index, Repeat: in.Repeat, Kind: in.Kind, Target: r.target(in), Params: paramsMap(in.Written), stops: stops(in.Params)}
 	base := r.env.WorkloadStart
 	if in.Trigger != nil {
 		f, err := r.fired(ctx, in, &e)
@@ -368,27 +366,29 @@ func (r *run) emit(ph Phase, e *Entry, atUS int64, err error) {
 	r.progress.Lock()
 	defer r.progress.Unlock()
 	r.env.Progress(Event{
-		Phase: ph, Index: e.Index, Repeat: e.Repeat, Kind: e.Kind, Target: e.Target,
+		Phase: ph, Index: e.Index, Repeat: e.Repeat, Kind: e.Kind, Target: e.Target, Stops: e.stops,
 		At: time.Duration(atUS) * time.Microsecond, Detail: e.Detail, Err: err,
 	})
 }
 
 // target names what an injection acts on: the proxy, an agent's role, or
-// the server for session faults.
+// the server for the faults that reach it through its control endpoint.
 func (r *run) target(in Injection) string {
 	switch p := in.Params.(type) {
-	case *Restart:
-		return AgentName(p.Role, p.Replica)
-	case *Crash:
-		return AgentName(p.Role, p.Replica)
-	case *Pause:
-		return AgentName(p.Role, p.Replica)
-	case *ExpireSession, *TerminateSession:
-		return "server"
 	case nil:
 		return ""
+	case Targeted:
+		return p.Target().Name()
+	case Controlled:
+		return "server"
 	}
 	return r.env.Proxy
+}
+
+// stops says whether an injection stops the process it targets.
+func stops(p Params) bool {
+	t, ok := p.(Targeted)
+	return ok && t.Target().Stops
 }
 
 // paramsMap is the params as the experiment wrote them, at real-world

@@ -251,6 +251,7 @@ func TestRunInjectsAndHealsEveryKind(t *testing.T) {
 			var phases []faults.Phase
 			entries, err := f.run(ctx, []faults.Spec{spec}, func(e faults.Event) {
 				phases = append(phases, e.Phase)
+				assert.Equal(t, tc.kind == "restart" || tc.kind == "crash", e.Stops, "the event says whether the injection stops its target")
 				if e.Phase == faults.PhaseInjected {
 					if tc.during != nil {
 						tc.during(t, f)

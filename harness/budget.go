@@ -7,7 +7,7 @@ import (
 	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/spec"
-	"github.com/chaosrun/chaosrun/targets"
+	"github.com/chaosrun/chaosrun/targets/catalog"
 )
 
 // Descriptors each agent holds for each connection a client keeps through
@@ -33,8 +33,8 @@ const (
 // experiment's deadline, far from the cause.
 //
 // One proxy agent carries every client when they fit in it, or when the
-// runtime's agents share no limit the runner can read (containers, each
-// with its own). Otherwise the clients are dealt over as few proxy agents
+// runtime's agents share no limit the runner can read (its Capabilities
+// say OpenFiles 0: containers, each with its own). Otherwise the clients are dealt over as few proxy agents
 // as fit, each holding the descriptors of its share (see wire.Share): the
 // client and the server agent still hold one per client each, and must fit
 // on their own. A plan that cannot be spread (a command client takes one
@@ -42,12 +42,11 @@ const (
 // trigger's nth would count one agent's share) is refused with what it
 // would need.
 func proxyAgents(rt agent.Runtime, p *spec.Plan) (int, error) {
-	fl, ok := rt.(agent.FileLimited)
-	if !ok {
+	limit := rt.Capabilities().OpenFiles
+	if limit == 0 {
 		return 1, nil
 	}
 	clients := p.Template.Clients
-	limit := fl.OpenFiles()
 	fit := ClientsFitting(limit)
 	if clients <= fit {
 		return 1, nil
@@ -70,8 +69,8 @@ func proxyAgents(rt agent.Runtime, p *spec.Plan) (int, error) {
 	// The client agent's bound keeps n at most proxyFilesPerConn.
 	n := (clients + fit - 1) / fit
 	switch {
-	case p.Client.Target == targets.Command:
-		return 0, refuse(fmt.Sprintf("a command client takes one endpoint, so they cannot be spread over %d proxy agents", n))
+	case oneEndpoint(p):
+		return 0, refuse(fmt.Sprintf("a %s client takes one endpoint, so they cannot be spread over %d proxy agents", p.Client.Target, n))
 	case processFaultOn(p.Faults, agent.RoleProxy):
 		return 0, refuse(fmt.Sprintf("a process fault on the proxy would reach one of the %d proxy agents they need", n))
 	case countsAcrossCalls(p.Faults):
@@ -83,22 +82,24 @@ func proxyAgents(rt agent.Runtime, p *spec.Plan) (int, error) {
 // processFaultOn reports whether a process fault of the plan targets role.
 func processFaultOn(ins []faults.Injection, role string) bool {
 	for _, in := range ins {
-		switch p := in.Params.(type) {
-		case *faults.Restart:
-			if p.Role == role {
-				return true
-			}
-		case *faults.Crash:
-			if p.Role == role {
-				return true
-			}
-		case *faults.Pause:
-			if p.Role == role {
-				return true
-			}
+		if t, ok := in.Params.(faults.Targeted); ok && t.Target().Role == role {
+			return true
 		}
 	}
 	return false
+}
+
+// oneEndpoint says whether the plan's client takes one endpoint.
+func oneEndpoint(p *spec.Plan) bool {
+	c, _ := catalog.Client(p.Client.Target)
+	return c.OneEndpoint
+}
+
+// clientRecords is the file the plan's client agent leaves for the
+// checker: its history, or the exit record of a program of the user's.
+func clientRecords(p *spec.Plan) string {
+	c, _ := catalog.Client(p.Client.Target)
+	return c.Records
 }
 
 // countsAcrossCalls reports whether a trigger of the plan fires at the nth

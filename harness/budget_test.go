@@ -21,7 +21,9 @@ type limitedRuntime struct {
 	limit uint64
 }
 
-func (r limitedRuntime) OpenFiles() uint64 { return r.limit }
+func (r limitedRuntime) Capabilities() agent.Capabilities {
+	return agent.Capabilities{OpenFiles: r.limit}
+}
 
 func plan(clients int, client string, fs ...faults.Injection) *spec.Plan {
 	return &spec.Plan{Template: workload.Template{Clients: clients}, Client: spec.ClientPlan{Target: client}, Faults: fs}
@@ -81,3 +83,4 @@ type noLimitRuntime struct{}
 
 func (noLimitRuntime) Start(context.Context, agent.Spec) (agent.Process, error) { return nil, nil }
 func (noLimitRuntime) Close() error                                             { return nil }
+func (noLimitRuntime) Capabilities() agent.Capabilities                         { return agent.Capabilities{} }

@@ -20,8 +20,6 @@ import (
 	"github.com/chaosrun/chaosrun/internal/daemon"
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets"
-	"github.com/chaosrun/chaosrun/targets/byo"
 )
 
 // ProxyName is the Toxiproxy proxy between client and server.
@@ -74,6 +72,11 @@ func (e *experiment) run(ctx context.Context) (*ExperimentResult, error) {
 
 func (e *experiment) steps(ctx context.Context) (*ExperimentResult, error) {
 	if err := e.prepare(); err != nil {
+		return nil, err
+	}
+	// What the runtime cannot run fails here, before an agent starts, as
+	// `chaosrun run` refuses it before the run (with where it would run).
+	if err := e.plan.Experiment.CheckRuntime(e.rt.Capabilities(), nil); err != nil {
 		return nil, err
 	}
 	n, err := proxyAgents(e.rt, e.plan)
@@ -185,9 +188,9 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("faults due at start: %w", err)
 	}
 	e.progress("workload: %d client(s), %s client, %s server", e.plan.Template.Clients, e.plan.Client.Target, e.plan.Server.Target)
-	cs := agent.Spec{Role: agent.RoleClient, Args: clientArgs(e.plan, e.endpoints)}
-	if e.plan.Client.Target == targets.Command {
-		cs.Program = e.plan.Client.Command[0]
+	cs, err := clientSpec(e.plan, e.endpoints)
+	if err != nil {
+		return 0, err
 	}
 	client, err := e.start(ctx, cs)
 	if err != nil {
@@ -277,10 +280,9 @@ func (e *experiment) collect(ctx context.Context) error {
 	if err := e.collectWire(ctx); err != nil { // written as the proxy agents stopped
 		return err
 	}
-	if e.plan.Client.Target == targets.Command { // it writes no history: the wire is its account
-		return e.moveOut(ctx, agent.RoleClient, byo.ExitFile)
-	}
-	return e.moveOut(ctx, agent.RoleClient, check.HistoryFile)
+	// The client's history, or how a program of the user's ended (it
+	// writes no history: the wire is its account).
+	return e.moveOut(ctx, agent.RoleClient, clientRecords(e.plan))
 }
 
 // saveUsage writes what each stopped agent used, if its runtime measured it.

@@ -26,7 +26,11 @@ type fewFiles struct {
 	limit uint64
 }
 
-func (f fewFiles) OpenFiles() uint64 { return f.limit }
+func (f fewFiles) Capabilities() agent.Capabilities {
+	c := f.Runtime.Capabilities()
+	c.OpenFiles = f.limit
+	return c
+}
 
 const sharedSessions = `name: shared-sessions
 description: Twenty resumable clients through the proxy while every connection is reset once.

@@ -227,8 +227,9 @@ func (s *settler) openCalls(ctx context.Context) (open, started int, err error) 
 	return open, started, nil
 }
 
-// serverKills remembers when the fault injector last restarted or crashed
-// the server (the start of the injection, on the run clock), from its
+// serverKills remembers when the fault injector last stopped the server
+// (a restart or a crash: an injection whose event says it stops its
+// target), at the start of the injection on the run clock, from its
 // progress events. A failed injection counts too: it may have stopped the
 // server before it failed.
 type serverKills struct {
@@ -237,8 +238,7 @@ type serverKills struct {
 }
 
 func (k *serverKills) seen(ev faults.Event) {
-	if !isServer(ev.Target) || (ev.Kind != faults.KindRestart && ev.Kind != faults.KindCrash) ||
-		(ev.Phase != faults.PhaseInjected && ev.Phase != faults.PhaseFailed) {
+	if !isServer(ev.Target) || !ev.Stops || (ev.Phase != faults.PhaseInjected && ev.Phase != faults.PhaseFailed) {
 		return
 	}
 	k.mu.Lock()

@@ -187,6 +187,8 @@ func TestSettleTakesCallsStartedBeforeAServerKillAsEnded(t *testing.T) {
 	require.ErrorContains(t, rig.wait(t, 2*time.Second), "1 calls still running")
 }
 
+// TestServerKillsAreTheServersRestartsAndCrashes: the injections whose
+// events say they stop the server (faults.Event.Stops: a restart, a crash).
 func TestServerKillsAreTheServersRestartsAndCrashes(t *testing.T) {
 	at := func(s int) time.Duration { return time.Duration(s) * time.Second }
 	tests := []struct {
@@ -194,10 +196,10 @@ func TestServerKillsAreTheServersRestartsAndCrashes(t *testing.T) {
 		ev   faults.Event
 		want time.Duration
 	}{
-		{"restart of the server", faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindRestart, Target: "server", At: at(3)}, at(3)},
-		{"crash of the server", faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindCrash, Target: "server", At: at(4)}, at(4)},
-		{"failed crash of the server", faults.Event{Phase: faults.PhaseFailed, Kind: faults.KindCrash, Target: "server", At: at(5)}, at(5)},
-		{"crash of the client", faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindCrash, Target: "client", At: at(6)}, 0},
+		{"restart of the server", faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindRestart, Target: "server", Stops: true, At: at(3)}, at(3)},
+		{"crash of the server", faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindCrash, Target: "server", Stops: true, At: at(4)}, at(4)},
+		{"failed crash of the server", faults.Event{Phase: faults.PhaseFailed, Kind: faults.KindCrash, Target: "server", Stops: true, At: at(5)}, at(5)},
+		{"crash of the client", faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindCrash, Target: "client", Stops: true, At: at(6)}, 0},
 		{"pause of the server", faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindPause, Target: "server", At: at(7)}, 0},
 		{"session expiry", faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindExpireSession, Target: "server", At: at(8)}, 0},
 	}
@@ -246,7 +248,7 @@ func TestSettlerWaitsForEveryReplica(t *testing.T) {
 
 func TestServerKillsCountReplicas(t *testing.T) {
 	k := &serverKills{}
-	k.seen(faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindCrash, Target: "server-3", At: 7 * time.Second})
-	k.seen(faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindCrash, Target: "serverless", At: 9 * time.Second})
+	k.seen(faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindCrash, Stops: true, Target: "server-3", At: 7 * time.Second})
+	k.seen(faults.Event{Phase: faults.PhaseInjected, Kind: faults.KindCrash, Stops: true, Target: "serverless", At: 9 * time.Second})
 	assert.Equal(t, 7*time.Second, k.latest())
 }

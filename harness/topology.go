@@ -18,11 +18,10 @@ import (
 	"github.com/chaosrun/chaosrun/faults/proxy"
 	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/balancer"
-	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/redisserver"
+	"github.com/chaosrun/chaosrun/harness/roles"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/targets"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
 // proxyPort is the client edge's listen port inside a container network.
@@ -152,9 +151,9 @@ func (e *experiment) startTopology(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	redisAddr := ""
-	if e.plan.Server.EventStore == eventStoreRedis || e.plan.Server.TaskStore == eventStoreRedis {
-		if redisAddr, err = e.startRedis(ctx); err != nil {
+	var shared serverShared
+	if wantsRedis(e.plan.Server.Options) {
+		if shared.redis, err = e.startRedis(ctx); err != nil {
 			return err
 		}
 	}
@@ -162,11 +161,14 @@ func (e *experiment) startTopology(ctx context.Context) error {
 	var upstreams []string
 	for k := 1; k <= n; k++ {
 		name := replicaName(k, n)
-		spec := serverSpec(e.plan, "http://"+ledger.PeerAddr())
-		if redisAddr != "" {
+		if shared.redis != "" {
 			// The owner is the replica's name, which its restarts keep:
 			// the calls it leaves pending are its own to resolve.
-			spec.Args = append(spec.Args, "--redis-addr", redisAddr, "--store-owner", faults.AgentName(agent.RoleServer, k))
+			shared.owner = faults.AgentName(agent.RoleServer, k)
+		}
+		spec, err := serverSpec(e.plan, "http://"+ledger.PeerAddr(), shared)
+		if err != nil {
+			return err
 		}
 		server, err := e.startAs(ctx, name, spec)
 		if err != nil {
@@ -191,7 +193,8 @@ func (e *experiment) startTopology(ctx context.Context) error {
 // startBalancer starts the plan's balancer in front of the replicas at
 // upstreams, keeps its rendered configuration in the results and returns
 // the address it listens on. It is a child process of the runner on
-// loopback: CheckRuntime keeps it off other runtimes.
+// loopback: CheckRuntime keeps it off runtimes whose agents cannot reach
+// it (agent.Capabilities.Daemons).
 func (e *experiment) startBalancer(ctx context.Context, upstreams []string) (string, error) {
 	b := e.plan.Balancer
 	e.progress("starting %s in front of %d replica(s)", b.Kind, len(upstreams))
@@ -215,12 +218,23 @@ func (e *experiment) startBalancer(ctx context.Context, upstreams []string) (str
 // faults reach it; it is not an agent.
 const roleBalancer = "balancer"
 
-// eventStoreRedis is server.event_store for the replicas' shared store,
-// and roleRedis the name process faults reach redis-server by.
-const (
-	eventStoreRedis = "redis"
-	roleRedis       = "redis"
-)
+// roleRedis is the name process faults reach redis-server by.
+const roleRedis = "redis"
+
+// wantsRedis says whether the server's options ask for a Redis server
+// (a store the replicas share).
+func wantsRedis(o targets.Options) bool {
+	n, ok := o.(targets.Needer)
+	if !ok {
+		return false
+	}
+	for _, need := range n.Needs() {
+		if need.What == targets.NeedRedis && need.Wanted {
+			return true
+		}
+	}
+	return false
+}
 
 // startRedis starts the redis-server the replicas share their journal in,
 // with its data in the experiment's state folder, and returns its address.
@@ -305,72 +319,45 @@ func onLoopback(addr string) bool {
 	return err == nil && net.ParseIP(host).IsLoopback()
 }
 
+// serverShared is what the runner gives each server replica besides the
+// plan: the shared store's Redis server and the replica's name in it.
+type serverShared struct{ redis, owner string }
+
 // serverSpec is the server agent of a plan, writing to the ledger at
-// ledgerURL; for target image, the image the runtime runs in its place.
-func serverSpec(p *spec.Plan, ledgerURL string) agent.Spec {
-	s := agent.Spec{Role: agent.RoleServer, Port: 8080, LedgerURL: ledgerURL, Args: serverArgs(p)}
-	switch p.Server.Target {
-	case targets.Image:
-		s.Image = p.Server.Image
-	case targets.Command:
-		s.Program = p.Server.Command[0]
+// ledgerURL, with its configuration; for a target that runs an image, the
+// image the runtime runs in its place, which is given no configuration.
+func serverSpec(p *spec.Plan, ledgerURL string, shared serverShared) (agent.Spec, error) {
+	s := agent.Spec{Role: agent.RoleServer, Port: 8080, LedgerURL: ledgerURL}
+	if im, ok := p.Server.Options.(targets.Imaged); ok {
+		s.Image = im.ContainerImage()
+		return s, nil
 	}
-	return s
+	if c, ok := p.Server.Options.(targets.Commanded); ok {
+		s.Program, _ = c.Program()
+	}
+	cfg := roles.ServerConfig{Target: p.Server.Target, Tasks: p.Server.Tasks, Protocol: p.Client.Protocol, Options: p.Server.Options,
+		Redis: shared.redis, Owner: shared.owner}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return s, fmt.Errorf("server configuration: %w", err)
+	}
+	s.Config = b
+	return s, nil
 }
 
-// serverArgs are the server agent's flags for a plan. A bring-your-own
-// target gets only what its environment is made of: the knobs of the
-// built-in servers mean nothing to it, and an image is given none at all.
-func serverArgs(p *spec.Plan) []string {
-	s := p.Server
-	args := []string{"--target", s.Target}
-	switch s.Target {
-	case targets.Command:
-		for _, c := range s.Command {
-			args = append(args, "--command="+c) // "=": an argument may start with a dash
-		}
-		if s.Listen != "" {
-			args = append(args, "--listen", s.Listen)
-		}
-		return args
-	case targets.Image:
-		return args
-	case targets.GoSDK:
-		if mcpwire.ModernVersion(p.Client.Protocol) {
-			args = append(args, "--stateless") // how the SDK speaks 2026-07-28
-		}
+// clientSpec is the client agent of a plan, with its configuration: the
+// endpoint through each proxy agent (a command client takes one).
+func clientSpec(p *spec.Plan, endpoints []string) (agent.Spec, error) {
+	s := agent.Spec{Role: agent.RoleClient}
+	if c, ok := p.Client.Options.(targets.Commanded); ok {
+		s.Program, _ = c.Program()
 	}
-	return append(args,
-		"--retention-events", strconv.Itoa(s.RetentionEvents), "--retention-age", s.RetentionAge.String(),
-		"--on-unresumable", s.OnUnresumable, "--event-store", s.EventStore, "--store-path", "events.log",
-		"--session-ttl", s.SessionTTL.String(), "--keepalive", s.Keepalive.String(), "--retry", s.Retry.String(),
-		"--on-cancel", s.OnCancel, "--tasks", s.Tasks, "--task-store", s.TaskStore, "--task-store-path", "tasks.log",
-		"--task-ttl", s.TaskTTL.String(), "--task-poll-interval", s.TaskPoll.String(),
-	)
-}
-
-// clientArgs are the client agent's flags for a plan, with the endpoint
-// through each proxy agent (a command client takes one).
-func clientArgs(p *spec.Plan, endpoints []string) []string {
-	c := p.Client
-	tmpl, _ := json.Marshal(p.Template) // plain values always marshal
-	var eps []string
-	for _, ep := range endpoints {
-		eps = append(eps, "--endpoint", ep)
+	cfg := roles.ClientConfig{Target: p.Client.Target, Protocol: p.Client.Protocol, Tasks: p.Client.Tasks, Options: p.Client.Options,
+		Endpoints: endpoints, Seed: p.Seed, Workload: p.Template}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return s, fmt.Errorf("client configuration: %w", err)
 	}
-	if c.Target == targets.Command {
-		args := append([]string{"--target", c.Target}, eps...)
-		args = append(args, "--workload-template", string(tmpl))
-		for _, a := range c.Command {
-			args = append(args, "--command="+a) // "=": an argument may start with a dash
-		}
-		return args
-	}
-	return append(append([]string{"--target", c.Target}, eps...),
-		"--workload-template", string(tmpl),
-		"--history", check.HistoryFile, "--cursor", c.Cursor, "--cursor-dir", "cursors", "--protocol", c.Protocol, "--tasks", c.Tasks,
-		"--backoff-initial", c.Backoff.Initial.String(), "--backoff-max", c.Backoff.Max.String(),
-		"--backoff-retries", strconv.Itoa(c.Backoff.Retries), "--read-timeout", c.ReadTimeout.String(),
-		"--seed", strconv.FormatInt(p.Seed, 10),
-	)
+	s.Config = b
+	return s, nil
 }

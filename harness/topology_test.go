@@ -1,51 +1,59 @@
 package harness
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/harness/roles"
 	"github.com/chaosrun/chaosrun/harness/spec"
+	"github.com/chaosrun/chaosrun/targets/catalog"
+	"github.com/chaosrun/chaosrun/targets/client"
+	"github.com/chaosrun/chaosrun/targets/server"
 )
 
-func TestServerArgsGiveABringYourOwnServerOnlyItsEnvironment(t *testing.T) {
-	tests := []struct {
-		name   string
-		server spec.ServerPlan
-		args   []string
-		image  string
-	}{
-		{"command", spec.ServerPlan{Target: "command", Command: []string{"./srv", "-v", "--port=1"}, RetentionEvents: 1000},
-			[]string{"--target", "command", "--command=./srv", "--command=-v", "--command=--port=1"}, ""},
-		{"image", spec.ServerPlan{Target: "image", Image: "me/srv:1", RetentionEvents: 1000},
-			[]string{"--target", "image"}, "me/srv:1"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := serverSpec(&spec.Plan{Server: tc.server}, "http://ledger:8080")
-			assert.Equal(t, agent.RoleServer, s.Role)
-			assert.Equal(t, tc.args, s.Args)
-			assert.Equal(t, "http://ledger:8080", s.LedgerURL, "the ledger is the runtime's to pass on, as a flag or in the environment")
-			assert.Equal(t, tc.image, s.Image)
-		})
-	}
-	ref := serverSpec(&spec.Plan{Server: spec.ServerPlan{Target: "reference", RetentionEvents: 7, OnUnresumable: "gone"}}, "http://l")
-	assert.Subset(t, ref.Args, []string{"--retention-events", "7", "--on-unresumable", "gone"}, "the built-in servers get their knobs")
-	assert.Empty(t, ref.Image)
-
-	for _, protocol := range []string{"2025-11-25", "2026-07-28"} {
-		sdk := serverSpec(&spec.Plan{Server: spec.ServerPlan{Target: "go-sdk"}, Client: spec.ClientPlan{Protocol: protocol}}, "http://l")
-		if protocol == "2026-07-28" {
-			assert.Contains(t, sdk.Args, "--stateless", "the go-sdk server speaks 2026-07-28 only when stateless")
-		} else {
-			assert.NotContains(t, sdk.Args, "--stateless")
-		}
-	}
+// serverConfig is the configuration a server spec gives its agent.
+func serverConfig(t *testing.T, s agent.Spec) roles.ServerConfig {
+	t.Helper()
+	var cfg roles.ServerConfig
+	require.NoError(t, json.Unmarshal(s.Config, &cfg), "%s", s.Config)
+	return cfg
 }
 
-func TestClientArgsStayShortWhateverTheNumberOfClients(t *testing.T) {
+func TestServerSpecGivesABringYourOwnServerOnlyItsEnvironment(t *testing.T) {
+	command := &catalog.CommandOptions{Command: []string{"./srv", "-v", "--port=1"}}
+	s, err := serverSpec(&spec.Plan{Server: spec.ServerPlan{Target: "command", Options: command}}, "http://ledger:8080", serverShared{})
+	require.NoError(t, err)
+	assert.Equal(t, agent.RoleServer, s.Role)
+	assert.Equal(t, "http://ledger:8080", s.LedgerURL, "the ledger is the runtime's to pass on, as a flag or in the environment")
+	assert.Equal(t, "./srv", s.Program, "the program, for a runtime that copies it into a container")
+	assert.Empty(t, s.Args)
+	assert.Equal(t, command, serverConfig(t, s).Options, "its command is all its configuration holds")
+
+	s, err = serverSpec(&spec.Plan{Server: spec.ServerPlan{Target: "image", Options: &catalog.ImageOptions{Image: "me/srv:1"}}}, "http://l", serverShared{})
+	require.NoError(t, err)
+	assert.Equal(t, "me/srv:1", s.Image)
+	assert.Nil(t, s.Config, "an image runs in the agent's place: there is no agent to configure")
+}
+
+func TestServerSpecConfiguresTheServer(t *testing.T) {
+	opts := server.DefaultOptions()
+	opts.RetentionEvents, opts.OnUnresumable = 7, "silent_head"
+	s, err := serverSpec(&spec.Plan{Server: spec.ServerPlan{Target: "reference", Tasks: "legacy", Options: opts}, Client: spec.ClientPlan{Protocol: "2025-11-25"}},
+		"http://l", serverShared{redis: "127.0.0.1:6379", owner: "server-2"})
+	require.NoError(t, err)
+	assert.Empty(t, s.Image)
+	assert.Empty(t, s.Args, "no setting goes as a flag")
+	cfg := serverConfig(t, s)
+	assert.Equal(t, roles.ServerConfig{Target: "reference", Tasks: "legacy", Protocol: "2025-11-25", Options: opts, Redis: "127.0.0.1:6379", Owner: "server-2"}, cfg,
+		"the agent reads back what the runner wrote, options in their own type")
+}
+
+func TestClientSpecStaysSmallWhateverTheNumberOfClients(t *testing.T) {
 	x, err := spec.Parse("x.yaml", []byte(`name: many
 description: The most clients an experiment may have.
 workload:
@@ -55,16 +63,12 @@ workload:
     - {tool: chatty, args: {events: 5}, duration: 1s}
 expect: {verdict: pass}
 `))
-	if !assert.NoError(t, err) {
-		return
-	}
+	require.NoError(t, err)
 	p := x.Plan(spec.Overrides{})
 	assert.Equal(t, spec.MaxClients, p.Template.Clients)
-	longest := 0
-	for _, a := range clientArgs(p, []string{"http://proxy:8666/mcp"}) {
-		longest = max(longest, len(a))
-	}
-	assert.Less(t, longest, 4096, "one argument must stay far below Linux's 128 KiB limit")
+	s, err := clientSpec(p, []string{"http://proxy:8666/mcp"})
+	require.NoError(t, err)
+	assert.Less(t, len(s.Config), 4096, "the workload is a template: its size does not grow with the clients")
 }
 
 func TestBalancerEntryIsAStandingFaultOverTheWorkload(t *testing.T) {
@@ -91,8 +95,14 @@ func TestProxyNames(t *testing.T) {
 	assert.Equal(t, "proxy-4", proxyName(4, 4))
 }
 
-func TestClientArgsNameEveryEndpoint(t *testing.T) {
-	p := &spec.Plan{Client: spec.ClientPlan{Target: "resumable"}}
-	args := clientArgs(p, []string{"http://127.0.0.1:1/mcp", "http://127.0.0.1:2/mcp"})
-	assert.Equal(t, []string{"--target", "resumable", "--endpoint", "http://127.0.0.1:1/mcp", "--endpoint", "http://127.0.0.1:2/mcp"}, args[:6])
+func TestClientSpecNamesEveryEndpoint(t *testing.T) {
+	p := &spec.Plan{Seed: 7, Client: spec.ClientPlan{Target: "resumable", Protocol: "2025-11-25", Tasks: "off", Options: client.DefaultOptions("resumable")}}
+	s, err := clientSpec(p, []string{"http://127.0.0.1:1/mcp", "http://127.0.0.1:2/mcp"})
+	require.NoError(t, err)
+	var cfg roles.ClientConfig
+	require.NoError(t, json.Unmarshal(s.Config, &cfg))
+	assert.Equal(t, []string{"http://127.0.0.1:1/mcp", "http://127.0.0.1:2/mcp"}, cfg.Endpoints)
+	assert.Equal(t, int64(7), cfg.Seed)
+	assert.Equal(t, p.Client.Options, cfg.Options)
+	assert.Empty(t, s.Program)
 }

@@ -10,6 +10,9 @@ import (
 	"runtime"
 
 	"github.com/chaosrun/chaosrun/harness"
+	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/harness/docker"
+	"github.com/chaosrun/chaosrun/harness/local"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/spf13/cobra"
 )
@@ -142,10 +145,12 @@ func (f *runFlags) execute(cmd *cobra.Command, all []*spec.Plan) (*harness.Run, 
 	shard, _ := f.parsedShard() // checked by overrides
 	plans := shard.Select(all)
 	var problems []spec.Problem
-	for _, p := range all { // every shard validates all, so all agree
-		var se *spec.Error
-		if errors.As(p.Experiment.CheckRuntime(f.runtime), &se) {
-			problems = append(problems, se.Problems...)
+	if caps, ok := runtimeCapabilities(f.runtime); ok {
+		for _, p := range all { // every shard validates all, so all agree
+			var se *spec.Error
+			if errors.As(p.Experiment.CheckRuntime(caps, knownRuntimes()), &se) {
+				problems = append(problems, se.Problems...)
+			}
 		}
 	}
 	if len(problems) > 0 {
@@ -171,13 +176,29 @@ func (f *runFlags) execute(cmd *cobra.Command, all []*spec.Plan) (*harness.Run, 
 	return run, nil
 }
 
+// knownRuntimes are what each runtime --runtime names can run, so that an
+// experiment is checked against its runtime before any runtime is made.
+func knownRuntimes() []agent.Capabilities {
+	return []agent.Capabilities{local.Capabilities(), docker.Capabilities()}
+}
+
+// runtimeCapabilities are the capabilities of the runtime named name.
+func runtimeCapabilities(name string) (agent.Capabilities, bool) {
+	for _, c := range knownRuntimes() {
+		if c.Runtime == name {
+			return c, true
+		}
+	}
+	return agent.Capabilities{}, false
+}
+
 // factory returns how to make a runtime per experiment.
 func (f *runFlags) factory(cmd *cobra.Command) (harness.RuntimeFactory, error) {
 	switch f.runtime {
-	case "local":
+	case local.Name:
 		factory, err := harness.LocalRuntime()
 		return factory, withCode(exitHarness, err)
-	case "docker":
+	case docker.Name:
 		logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		return f.docker.factory(cmd.Context(), logger)
 	}

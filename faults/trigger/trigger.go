@@ -33,13 +33,13 @@
 package trigger
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/chaosrun/chaosrun/internal/dur"
+	"github.com/chaosrun/chaosrun/internal/field"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
 )
 
@@ -70,32 +70,32 @@ type When struct {
 }
 
 // Validate checks the block; faults is the length of the experiment's faults
-// list and self the index of the fault the block belongs to. Messages start
-// with the offending field.
+// list and self the index of the fault the block belongs to. A problem is a
+// *field.Error naming the offending field.
 func (w When) Validate(self, faults int) error {
 	if !slices.Contains(Events, w.Event) {
-		return fmt.Errorf("event: must be one of %s, got %q", strings.Join(Events, ", "), w.Event)
+		return field.Errorf("event", "must be one of %s, got %q", strings.Join(Events, ", "), w.Event)
 	}
 	if w.Edge != "" && w.Edge != string(wire.EdgeServer) && w.Edge != string(wire.EdgeClient) {
-		return fmt.Errorf("edge: must be server or client, got %q", w.Edge)
+		return field.Errorf("edge", "must be server or client, got %q", w.Edge)
 	}
 	if w.Nth < 0 {
-		return errors.New("nth: must be 1 or more (default 1)")
+		return field.Errorf("nth", "must be 1 or more (default 1)")
 	}
 	if w.Tool != "" && w.Event != EventToolsCall && w.Event != EventSSEEvent {
-		return fmt.Errorf("tool: only tools_call and sse_event look at a tool, not %s", w.Event)
+		return field.Errorf("tool", "only tools_call and sse_event look at a tool, not %s", w.Event)
 	}
 	if w.After != 0 && w.Event != EventToolsCall {
-		return fmt.Errorf("after: only tools_call waits for a call in flight, not %s", w.Event)
+		return field.Errorf("after", "only tools_call waits for a call in flight, not %s", w.Event)
 	}
 	if w.AfterHeal != nil {
 		switch i := *w.AfterHeal; {
 		case w.Event != EventRequest:
-			return fmt.Errorf("after_heal: only the request event waits for a heal, not %s", w.Event)
+			return field.Errorf("after_heal", "only the request event waits for a heal, not %s", w.Event)
 		case i < 0 || i >= faults:
-			return fmt.Errorf("after_heal: must be the index of a fault in this experiment (0 to %d), got %d", faults-1, i)
+			return field.Errorf("after_heal", "must be the index of a fault in this experiment (0 to %d), got %d", faults-1, i)
 		case i == self:
-			return errors.New("after_heal: a fault cannot wait for its own heal")
+			return field.Errorf("after_heal", "a fault cannot wait for its own heal")
 		}
 	}
 	return nil

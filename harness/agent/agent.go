@@ -7,6 +7,18 @@
 // pauses and exits (Incarnation, Launcher); Lifecycle keeps the books
 // across incarnations (restarts, planned versus own exits, Wait) the same
 // way for every runtime.
+//
+// What an agent is to do reaches it as one configuration file
+// (Spec.Config), which the runtime puts in the agent's state folder as
+// ConfigFile before the agent first starts. What a runtime can run it
+// reports as Capabilities; the runner and the experiment loader ask those
+// instead of knowing runtimes by name.
+//
+// A new runtime implements Runtime (Start, an idempotent Close,
+// Capabilities) and Process, delivers Spec.Config, hands the agent's state
+// folder back into Spec.StateDir, and exports its capabilities as a
+// function of its package so that experiments are checked against them
+// before any runtime is made.
 package agent
 
 import (
@@ -27,6 +39,10 @@ const (
 // ErrNotRunning is returned when a fault targets an agent that is not running.
 var ErrNotRunning = errors.New("agent not running")
 
+// ConfigFile is the agent's configuration in its state folder: what the
+// runner tells it, as JSON (Spec.Config).
+const ConfigFile = "agent.json"
+
 // Spec describes one agent to start.
 type Spec struct {
 	Role string
@@ -36,6 +52,11 @@ type Spec struct {
 	// StateDir), and the flags of Clock and LedgerURL; relative file paths
 	// in Args are resolved by the agent against --state.
 	Args []string
+	// Config, if set, is the agent's configuration: the runtime puts it
+	// in the agent's state folder as ConfigFile before the agent first
+	// starts, where the agent reads it, and where the state folder the
+	// runtime hands back keeps it with the results.
+	Config []byte
 	// Env is extra environment for the agent (KEY=value).
 	Env []string
 	// StateDir is the runner-side folder that persists across restarts of
@@ -94,6 +115,8 @@ type Runtime interface {
 	Start(ctx context.Context, spec Spec) (Process, error)
 	// Close stops every agent still running. It is idempotent.
 	Close() error
+	// Capabilities says what the runtime can run.
+	Capabilities() Capabilities
 }
 
 // Process is a started agent, across its restarts.
@@ -147,10 +170,39 @@ type Measured interface {
 	Usage() []Usage
 }
 
-// FileLimited is a Runtime whose agents share the runner's open-file
-// limit (the local runtime's child processes do), so that the runner can
-// tell before it starts them whether a workload fits.
-type FileLimited interface {
-	// OpenFiles is how many files each agent may open (RLIMIT_NOFILE).
-	OpenFiles() uint64
+// Capabilities is what a runtime can run, as the runner and the experiment
+// loader ask it instead of knowing runtimes by name. A runtime package
+// exports its capabilities as a function too, so that experiments are
+// checked against them before any runtime is made.
+type Capabilities struct {
+	// Runtime is the runtime's name as --runtime takes it.
+	Runtime string
+	// Images: it runs a server target's own container image in the server
+	// agent's place (server.target image; Spec.Image).
+	Images bool
+	// FixedAddresses: its agents listen on the runner's loopback, so a
+	// server may listen on a fixed loopback address (server.listen).
+	FixedAddresses bool
+	// Daemons are the programs the runner starts beside the agents on its
+	// own loopback that the agents can reach: nginx and haproxy (a
+	// balancer:), redis (a store the replicas share).
+	Daemons []string
+	// Pause: it freezes an agent and thaws it (Process.Pause).
+	Pause bool
+	// OpenFiles is how many files each agent may open, when the agents
+	// share one limit the runner can read (the local runtime's child
+	// processes: RLIMIT_NOFILE); 0 when each has its own (containers).
+	OpenFiles uint64
+	// Why says, in the runtime's words, why it lacks a capability, keyed
+	// by CapImages, CapFixedAddresses, CapDaemons or CapPause; shown after
+	// a refusal.
+	Why map[string]string
 }
+
+// Keys of Capabilities.Why.
+const (
+	CapImages         = "images"
+	CapFixedAddresses = "fixed_addresses"
+	CapDaemons        = "daemons"
+	CapPause          = "pause"
+)

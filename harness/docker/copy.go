@@ -2,6 +2,7 @@ package docker
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +14,31 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+
+	"github.com/chaosrun/chaosrun/harness/agent"
 )
+
+// copyConfig puts the agent's configuration in its state volume, in the
+// created (not yet started) container id: the root filesystem is
+// read-only, and the volume is where the agent reads it and where
+// mirrorState finds it again for the results.
+func copyConfig(ctx context.Context, cli client.APIClient, id string, config []byte) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: agent.ConfigFile, Mode: 0o644, Size: int64(len(config)), Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(config); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if _, err := cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: StateDir, Content: &buf}); err != nil {
+		return fmt.Errorf("copy %s into the container: %w", agent.ConfigFile, err)
+	}
+	return nil
+}
 
 // CopyOut copies the file rel of the agent's state folder to dst. It works
 // while the agent runs and after its container has exited.

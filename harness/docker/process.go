@@ -97,6 +97,12 @@ func (r *Runtime) create(ctx context.Context, spec agent.Spec, alias string) (*p
 			return nil, err
 		}
 	}
+	if spec.Config != nil && !isImage {
+		if err := copyConfig(ctx, r.cli, ctr.GetContainerID(), spec.Config); err != nil {
+			_ = c.Terminate(context.Background())
+			return nil, err
+		}
+	}
 	p := &process{rt: r, spec: spec, alias: alias, name: name, ctr: ctr}
 	p.Lifecycle = agent.NewLifecycle(spec.Role, p.launch)
 	return p, nil

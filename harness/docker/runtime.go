@@ -95,6 +95,23 @@ type Runtime struct {
 
 var _ agent.Runtime = (*Runtime)(nil)
 
+// Name is the docker runtime's name, as --runtime takes it.
+const Name = "docker"
+
+// Capabilities is what the docker runtime runs: a server's own image, and
+// a pause (a container pause); not a fixed address on the runner's
+// loopback, nor the programs the runner starts there. Each container has
+// its own open-file limit.
+func Capabilities() agent.Capabilities {
+	return agent.Capabilities{Runtime: Name, Images: true, Pause: true, Why: map[string]string{
+		agent.CapFixedAddresses: "in a container the server listens on $CHAOSRUN_LISTEN_ADDR (0.0.0.0:8080), or takes it by {addr} or {port}",
+		agent.CapDaemons:        "the docker runtime has no image of it",
+	}}
+}
+
+// Capabilities is the package's.
+func (r *Runtime) Capabilities() agent.Capabilities { return Capabilities() }
+
 // New connects to the Docker daemon, makes sure the image exists (building
 // it from Options.Binary when Options.Image is empty) and creates the
 // experiment's network. The runtime lives until Close or until ctx is

@@ -69,6 +69,22 @@ func TestAgentsReachEachOtherByAlias(t *testing.T) {
 	assert.NotContains(t, log, "http://", "the URL line is consumed, not logged")
 }
 
+// TestTheConfigurationIsInTheStateFolder: Spec.Config reaches the agent as
+// agent.json in its state folder, which it can still write to, and comes
+// back with the state folder for the results.
+func TestTheConfigurationIsInTheStateFolder(t *testing.T) {
+	e := newEnv(t, Options{})
+	config := []byte(`{"target": "naive"}`)
+	cl := e.start(agent.Spec{Role: agent.RoleClient, Config: config})
+	require.Equal(t, 0, waitExit(t, cl))
+	seen := filepath.Join(e.dir, "seen")
+	require.NoError(t, cl.CopyOut(context.Background(), "config-seen", seen))
+	assert.Equal(t, string(config), readFile(t, seen), "the agent read it from its state folder")
+	require.NoError(t, cl.Stop(context.Background(), true))
+	assert.Equal(t, string(config), readFile(t, filepath.Join(e.dir, "client-state", agent.ConfigFile)), "it comes back with the state folder")
+	assert.Equal(t, 1, lines(readFile(t, filepath.Join(e.dir, "client-state", "starts"))), "the agent wrote to its state folder beside it")
+}
+
 func TestAgentContainersAreHardenedLabelledAndIsolated(t *testing.T) {
 	e := newEnv(t, Options{})
 	p := e.start(server()).(*process)

@@ -15,6 +15,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/targets"
+	"github.com/chaosrun/chaosrun/targets/catalog"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 )
 
@@ -140,6 +141,18 @@ func idempotentTool(calls map[string]plannedCall, tool string) bool {
 // ownClients are chaosrun's clients, which keep a history.
 var ownClients = []string{targets.Naive, targets.Resumable, targets.GoSDK, targets.MCPGo}
 
+// commandOf is the command a target of the user's runs (target command),
+// as its options hold it.
+func commandOf(o targets.Options) []string {
+	switch o := o.(type) {
+	case *catalog.CommandOptions:
+		return o.Command
+	case *catalog.ClientCommandOptions:
+		return o.Command
+	}
+	return nil
+}
+
 func serverRecord(dir string, x *spec.Experiment, calls map[string]plannedCall) (ServerRecord, error) {
 	switch x.Server.Target {
 	case targets.Reference:
@@ -148,7 +161,8 @@ func serverRecord(dir string, x *spec.Experiment, calls map[string]plannedCall) 
 	default:
 		return ServerRecord{}, fmt.Errorf("server target %s has no oracle in the corpus", x.Server.Target)
 	}
-	bin := filepath.Base(x.Server.Command[0])
+	command := commandOf(x.Server.Options)
+	bin := filepath.Base(command[0])
 	lines, err := logLines(filepath.Join(dir, "logs", "server.log"))
 	if err != nil {
 		return ServerRecord{}, err
@@ -159,10 +173,10 @@ func serverRecord(dir string, x *spec.Experiment, calls map[string]plannedCall) 
 	case "mcpgo-everything":
 		return mcpgoEverything(lines, toolKey(calls), slices.Contains(ownClients, x.Client.Target)), nil
 	case "gosdk-conformance-server", "mcpgo-conformance-server":
-		return conformanceServer(bin, x.Server.Command), nil
+		return conformanceServer(bin, command), nil
 	case "shop-gosdk", "shop-mcpgo":
 		exports := slices.ContainsFunc(slices.Collect(maps.Values(calls)), func(c plannedCall) bool { return c.tool == "export_rows" })
-		return shop(lines, bin, slices.Contains(x.Server.Command, "--log-rows"), exports), nil
+		return shop(lines, bin, slices.Contains(command, "--log-rows"), exports), nil
 	case "byo-server":
 		return ownServer(dir, bin, false)
 	}
@@ -188,12 +202,13 @@ func clientRecord(dir string, x *spec.Experiment, calls map[string]plannedCall) 
 		return ClientRecord{}, err
 	}
 	var rec ClientRecord
-	bin := filepath.Base(x.Client.Command[0])
+	command := commandOf(x.Client.Options)
+	bin := filepath.Base(command[0])
 	switch bin {
 	case "gosdk-http":
 		rec = gosdkHTTPClient(lines)
 	case "gosdk-loadtest":
-		rec = gosdkLoadtest(lines, x.Client.Command, keyPath(parseLoadtestFlags(x.Client.Command).tool))
+		rec = gosdkLoadtest(lines, command, keyPath(parseLoadtestFlags(command).tool))
 	case "mcpgo-simple-client":
 		rec = simpleClient(lines)
 	case "retry-client":

@@ -18,6 +18,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/targets"
+	"github.com/chaosrun/chaosrun/targets/catalog"
 )
 
 // The corpus test runs every experiment of experiments/corpus through the
@@ -51,7 +52,7 @@ func TestCorpus(t *testing.T) {
 
 	var free, fixed, docker []string // fixed: a fixed server address, one at a time
 	for _, x := range experiments {
-		if x.Server.Listen != "" {
+		if fixedAddress(x) != "" {
 			fixed = append(fixed, x.Path)
 		} else {
 			free = append(free, x.Path)
@@ -130,10 +131,10 @@ func lockFixedPorts(t *testing.T) func() {
 // runsOnDocker reports whether every program of an experiment runs on the
 // docker runtime.
 func runsOnDocker(x *spec.Experiment) bool {
-	if x.Server.Listen != "" {
+	if fixedAddress(x) != "" {
 		return false
 	}
-	for _, argv := range [][]string{x.Server.Command, x.Client.Command} {
+	for _, argv := range [][]string{commandOf(x.Server.Options), commandOf(x.Client.Options)} {
 		if len(argv) == 0 {
 			continue
 		}
@@ -142,6 +143,15 @@ func runsOnDocker(x *spec.Experiment) bool {
 		}
 	}
 	return x.Server.Target != targets.Image
+}
+
+// fixedAddress is the fixed address a command server listens on, "" for
+// none.
+func fixedAddress(x *spec.Experiment) string {
+	if c, ok := x.Server.Options.(*catalog.CommandOptions); ok {
+		return c.Listen
+	}
+	return ""
 }
 
 // runBatch runs files with the chaosrun binary on a runtime, in work (where

@@ -54,13 +54,31 @@ func New(binary string) *Runtime {
 // is.
 func OpenFiles() (syscall.Rlimit, error) { return raiseOpenFiles() }
 
+// Name is the local runtime's name, as --runtime takes it.
+const Name = "local"
+
+// Capabilities is what the local runtime runs: no images; its agents
+// share the runner's loopback, so a server may listen on a fixed address
+// and the agents reach the programs the runner starts there (nginx,
+// HAProxy, redis-server); it pauses an agent with SIGSTOP. Its agents share
+// one open-file limit, which the runtime's own Capabilities method reads.
+func Capabilities() agent.Capabilities {
+	return agent.Capabilities{Runtime: Name, FixedAddresses: true, Daemons: []string{"nginx", "haproxy", "redis"}, Pause: true}
+}
+
+// Capabilities is the package's, with the open-file limit its agents
+// start with.
+func (r *Runtime) Capabilities() agent.Capabilities {
+	c := Capabilities()
+	c.OpenFiles = r.OpenFiles()
+	return c
+}
+
 // OpenFiles is how many files each agent may open.
 func (r *Runtime) OpenFiles() uint64 {
 	lim, _ := raiseOpenFiles()
 	return lim.Cur
 }
-
-var _ agent.FileLimited = (*Runtime)(nil)
 
 // Start starts an agent and waits for its URL. It runs no image.
 func (r *Runtime) Start(ctx context.Context, spec agent.Spec) (agent.Process, error) {
@@ -78,6 +96,11 @@ func (r *Runtime) Start(ctx context.Context, spec agent.Spec) (agent.Process, er
 	r.mu.Unlock()
 	if err := os.MkdirAll(spec.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.Role, err)
+	}
+	if spec.Config != nil {
+		if err := os.WriteFile(filepath.Join(spec.StateDir, agent.ConfigFile), spec.Config, 0o644); err != nil {
+			return nil, fmt.Errorf("start %s: %w", spec.Role, err)
+		}
 	}
 	if err := p.Start(ctx); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.Role, err)

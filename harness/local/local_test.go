@@ -48,6 +48,11 @@ func fakeAgent(role string, args []string) int {
 		os.WriteFile(filepath.Join(*state, "nofile"), fmt.Appendf(nil, "%d %d", lim.Cur, lim.Max), 0o644) != nil {
 		return 8
 	}
+	if config, err := os.ReadFile(filepath.Join(*state, agent.ConfigFile)); err == nil {
+		if os.WriteFile(filepath.Join(*state, "config-seen"), config, 0o644) != nil {
+			return 8
+		}
+	}
 	if role == "client" {
 		time.Sleep(*sleep)
 		return *exit
@@ -88,6 +93,18 @@ func pidOf(t *testing.T, p agent.Process) string {
 	_, err = fmt.Fscan(resp.Body, &pid)
 	require.NoError(t, err)
 	return strconv.Itoa(pid)
+}
+
+func TestTheConfigurationIsInTheStateFolderBeforeTheAgentStarts(t *testing.T) {
+	rt := New("")
+	t.Cleanup(func() { rt.Close() })
+	config := []byte(`{"target": "reference"}`)
+	p := startFake(t, rt, agent.Spec{Role: "server", Serves: true, Config: config})
+	seen, err := os.ReadFile(filepath.Join(p.(*process).spec.StateDir, "config-seen"))
+	require.NoError(t, err)
+	assert.Equal(t, config, seen, "the agent found it when it started")
+	assert.Equal(t, Name, rt.Capabilities().Runtime)
+	assert.Positive(t, rt.Capabilities().OpenFiles, "its agents share the runner's limit")
 }
 
 func TestServingAgentRestartsOnTheSameAddress(t *testing.T) {

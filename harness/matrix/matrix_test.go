@@ -11,6 +11,8 @@ import (
 	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/spec"
+	"github.com/chaosrun/chaosrun/targets/client"
+	"github.com/chaosrun/chaosrun/targets/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -58,8 +60,8 @@ func TestLoadComposesOneExperimentPerCell(t *testing.T) {
 	x := c.Experiment
 	assert.Equal(t, "tiny-cut-naive-on-reference", x.Name)
 	assert.Equal(t, "naive", x.Client.Target)
-	assert.Equal(t, 1, *x.Client.Backoff.Retries, "the client entry's own settings")
-	assert.Equal(t, "1m0s", x.Server.SessionTTL.String(), "the scenario's server settings")
+	assert.Equal(t, 1, x.Client.Options.(*client.Options).Backoff.Retries, "the client entry's own settings")
+	assert.Equal(t, "1m0s", x.Server.Options.(*server.Options).SessionTTL.String(), "the scenario's server settings")
 	require.Len(t, x.Faults, 1)
 	assert.Equal(t, []string{check.NoDuplicateSideEffects}, x.Expect.Violations)
 
@@ -68,7 +70,7 @@ func TestLoadComposesOneExperimentPerCell(t *testing.T) {
 	back, err := spec.Parse("experiment.yaml", x.Source)
 	require.NoError(t, err)
 	assert.Equal(t, x.Name, back.Name)
-	assert.Equal(t, x.Server.SessionTTL, back.Server.SessionTTL)
+	assert.Equal(t, x.Server.Options, back.Server.Options)
 
 	plans := m.Plans(spec.Overrides{})
 	require.Len(t, plans, 4)

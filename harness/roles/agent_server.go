@@ -18,10 +18,11 @@ import (
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/byo"
+	"github.com/chaosrun/chaosrun/targets/catalog"
 	"github.com/chaosrun/chaosrun/targets/gosdk"
 	"github.com/chaosrun/chaosrun/targets/mcpgo"
+	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server"
-	"github.com/chaosrun/chaosrun/targets/tools"
 	"github.com/spf13/cobra"
 )
 
@@ -34,16 +35,15 @@ type serverTarget interface {
 
 type serverFlags struct {
 	agentFlags
-	target        string
-	ledger        string
-	cfg           server.Config
-	drain         time.Duration
-	allowedOrigin []string
-	command       []string
-	image         string
-	readyTimeout  time.Duration
-	fixedAddr     string
-	stateless     bool
+	ledger       string
+	drain        time.Duration
+	readyTimeout time.Duration
+	// What to serve when there is no configuration file: by hand, a
+	// command of the user's (--target command --command ...).
+	target    string
+	command   []string
+	fixedAddr string
+	image     string
 }
 
 // serverLong is the server agent's help, and the contract of the
@@ -51,6 +51,10 @@ type serverFlags struct {
 func serverLong() string {
 	return `Serve the MCP server under test on /mcp: the reference server, an SDK's (go-sdk, mcp-go), or a
 bring-your-own command (--target command --command ARG --command ARG ...).
+
+The runner writes what to serve, with the target's options, in the agent's configuration file
+(--config, agent.json in the state folder). Without one the flags say it: --target, with the
+target's defaults, and for a command --command and --listen.
 
 A command is started as this agent's child, in the runner's working directory (a relative command
 path resolves there, not against --state; a bare name is looked up in PATH), with this environment:
@@ -78,10 +82,14 @@ func newServerAgentCmd() *cobra.Command {
 		Long:  serverLong(),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch f.target {
-			case targets.Command:
-				return f.runCommand(cmd)
-			case targets.Image:
+			cfg, err := f.serverConfig(cmd)
+			if err != nil {
+				return err
+			}
+			switch opts := cfg.Options.(type) {
+			case *catalog.CommandOptions:
+				return f.runCommand(cmd, opts)
+			case *catalog.ImageOptions:
 				return exitcode.With(exitcode.Invalid, errors.New("server.target image: runs only on the docker runtime (--runtime docker), "+
 					"which starts the image in the server agent's place"))
 			}
@@ -91,7 +99,7 @@ func newServerAgentCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			srv, err := f.build(clock, cmd.ErrOrStderr())
+			srv, err := f.build(cfg, clock, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -105,34 +113,44 @@ func newServerAgentCmd() *cobra.Command {
 		},
 	}
 	f.register(cmd, true)
+	f.registerConfig(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", targets.Reference, "server implementation: reference, go-sdk, mcp-go, command (image: docker runtime only)")
 	fl.StringVar(&f.ledger, "ledger", "", "ledger URL; empty keeps records in memory")
-	fl.IntVar(&f.cfg.RetentionEvents, "retention-events", 1000, "per-session event buffer; 0 = unbounded")
-	fl.DurationVar(&f.cfg.RetentionAge, "retention-age", 0, "evict events older than this; 0 = no limit")
-	fl.StringVar(&f.cfg.OnUnresumable, "on-unresumable", server.OnUnresumableGone, "answer to an evicted Last-Event-ID: gone (410) or silent_head (the incident's bug)")
-	fl.StringVar(&f.cfg.EventStore, "event-store", server.EventStoreMemory, "memory, file (survives a restart) or redis (shared by replicas)")
-	fl.StringVar(&f.cfg.StorePath, "store-path", "events.log", "the file event store's journal")
-	fl.StringVar(&f.cfg.RedisAddr, "redis-addr", "", "the redis event store's server, host:port")
-	fl.StringVar(&f.cfg.StoreOwner, "store-owner", "", "the redis event store: this replica's stable name")
-	fl.DurationVar(&f.cfg.SessionTTL, "session-ttl", 10*time.Minute, "idle session TTL; 0 = never")
-	fl.DurationVar(&f.cfg.Keepalive, "keepalive", 0, "SSE comment interval; 0 = none")
-	fl.DurationVar(&f.cfg.Retry, "retry", 0, "retry field of 2025-11-25 streams and of the shutdown hint; 0 = 1s")
-	fl.DurationVar(&f.cfg.DefaultChargeDuration, "charge-duration", time.Second, "charge duration when a call gives none")
-	fl.StringVar(&f.cfg.Tasks, "tasks", server.TasksOff, "tasks: off, extension (2026-07-28) or legacy (the experimental tasks of 2025-11-25; also mcp-go)")
-	fl.StringVar(&f.cfg.TaskStore, "task-store", server.EventStoreMemory, "task store: memory, file (survives a restart) or redis (shared by replicas)")
-	fl.StringVar(&f.cfg.TaskStorePath, "task-store-path", "tasks.log", "the file task store's journal")
-	fl.DurationVar(&f.cfg.TaskTTL, "task-ttl", server.DefaultTaskTTL, "how long a task is kept from its creation (ttlMs)")
-	fl.DurationVar(&f.cfg.TaskPollInterval, "task-poll-interval", server.DefaultTaskPollInterval, "the pollIntervalMs suggested to clients")
-	fl.StringVar(&f.cfg.OnCancel, "on-cancel", tools.OnCancelStop, "what a tool does when its request is cancelled (2026-07-28: its stream closes): stop, ignore or commit_then_notice")
-	fl.StringSliceVar(&f.allowedOrigin, "allowed-origin", nil, "Origin values allowed besides loopback ones (repeatable); * allows any")
 	fl.DurationVar(&f.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long running tools may finish")
-	fl.BoolVar(&f.stateless, "stateless", false, "go-sdk: serve stateless (StreamableHTTPOptions.Stateless), the SDK's way of speaking 2026-07-28")
-	fl.StringArrayVar(&f.command, "command", nil, "target command: the command and its arguments, one flag each")
-	fl.StringVar(&f.fixedAddr, "listen", "", "target command: the fixed host:port the command listens on, instead of --addr")
 	fl.DurationVar(&f.readyTimeout, "ready-timeout", byo.DefaultReadyTimeout, "target command: how long the command may take to accept connections")
-	fl.StringVar(&f.image, "image", "", "target image: the image the docker runtime runs in this agent's place")
+	fl.StringVar(&f.target, "target", targets.Reference, "without a configuration file: the server (reference, go-sdk, mcp-go, command; image: docker runtime only), with its defaults")
+	fl.StringArrayVar(&f.command, "command", nil, "without a configuration file, target command: the command and its arguments, one flag each")
+	fl.StringVar(&f.fixedAddr, "listen", "", "without a configuration file, target command: the fixed host:port the command listens on, instead of --addr")
+	fl.StringVar(&f.image, "image", "", "without a configuration file, target image: the image the docker runtime runs in this agent's place")
 	return cmd
+}
+
+// serverConfig is the agent's configuration file or, without one, the
+// configuration the flags make: the target with its defaults, and for a
+// command or an image what to run.
+func (f *serverFlags) serverConfig(cmd *cobra.Command) (ServerConfig, error) {
+	var cfg ServerConfig
+	found, err := f.readConfig(&cfg)
+	switch fl := cmd.Flags(); {
+	case err != nil:
+		return cfg, err
+	case found && (fl.Changed("target") || fl.Changed("command") || fl.Changed("listen") || fl.Changed("image")):
+		return cfg, exitcode.With(exitcode.Invalid, fmt.Errorf("%s gives the configuration: --target, --command, --listen and --image serve without one", f.path(f.config)))
+	case found:
+		return cfg, nil
+	}
+	s, ok := catalog.Server(f.target)
+	if !ok {
+		return cfg, exitcode.With(exitcode.Invalid, fmt.Errorf("--target: unknown server target %q", f.target))
+	}
+	cfg = ServerConfig{Target: f.target, Options: s.Options()}
+	switch opts := cfg.Options.(type) {
+	case *catalog.CommandOptions:
+		opts.Command, opts.Listen = f.command, f.fixedAddr
+	case *catalog.ImageOptions:
+		opts.Image = f.image
+	}
+	return cfg, nil
 }
 
 func (f *serverFlags) recorder() sideeffects.Recorder {
@@ -142,37 +160,51 @@ func (f *serverFlags) recorder() sideeffects.Recorder {
 	return sideeffects.NewClient(f.ledger)
 }
 
-func (f *serverFlags) build(clock runclock.Clock, stderr io.Writer) (serverTarget, error) {
-	switch f.target {
+// chargeDuration is how long a charge runs when its call gives no
+// duration (the workload always gives one).
+const chargeDuration = time.Second
+
+// build builds the server the configuration names, with its options (of
+// the type the target declares: the configuration was decoded so).
+func (f *serverFlags) build(cfg ServerConfig, clock runclock.Clock, stderr io.Writer) (serverTarget, error) {
+	log := f.logger(stderr, "server")
+	var handler http.Handler
+	var closer func() error
+	var err error
+	switch cfg.Target {
 	case targets.Reference:
-		cfg := f.cfg
-		cfg.StorePath = f.path(cfg.StorePath)
-		cfg.TaskStorePath = f.path(cfg.TaskStorePath)
-		cfg.AllowedOrigins = f.allowedOrigin
-		cfg.Recorder = f.recorder()
-		cfg.Clock = clock
-		cfg.Logger = f.logger(stderr, "server")
-		srv, err := server.New(cfg)
+		c := cfg.Options.(*server.Options).Config()
+		c.Tasks, c.RedisAddr, c.StoreOwner = cfg.Tasks, cfg.Redis, cfg.Owner
+		c.StorePath, c.TaskStorePath = f.path("events.log"), f.path("tasks.log")
+		c.DefaultChargeDuration, c.Recorder, c.Clock, c.Logger = chargeDuration, f.recorder(), clock, log
+		srv, err := server.New(c)
 		if err != nil {
 			return nil, exitcode.With(exitcode.Invalid, err)
 		}
 		return srv, nil
 	case gosdk.Target:
-		srv, err := gosdk.NewServer(gosdk.ServerConfig{RetentionEvents: f.cfg.RetentionEvents, SessionTTL: f.cfg.SessionTTL,
-			Stateless: f.stateless, OnCancel: f.cfg.OnCancel, DefaultChargeDuration: f.cfg.DefaultChargeDuration, Recorder: f.recorder(), Clock: clock, Logger: f.logger(stderr, "server")})
-		if err != nil {
-			return nil, exitcode.With(exitcode.Invalid, err)
+		c := gosdk.ServerConfigOf(cfg.Options.(*gosdk.ServerOptions))
+		c.Stateless = mcpwire.ModernVersion(cfg.Protocol) // how the SDK speaks 2026-07-28
+		c.DefaultChargeDuration, c.Recorder, c.Clock, c.Logger = chargeDuration, f.recorder(), clock, log
+		var srv *gosdk.Server
+		if srv, err = gosdk.NewServer(c); err == nil {
+			handler, closer = srv.Handler(), srv.Close
 		}
-		return newHandlerServer(srv.Handler(), srv.Close), nil
 	case mcpgo.Target:
-		srv, err := mcpgo.NewServer(mcpgo.ServerConfig{RetentionEvents: f.cfg.RetentionEvents, SessionTTL: f.cfg.SessionTTL,
-			DefaultChargeDuration: f.cfg.DefaultChargeDuration, Tasks: f.cfg.Tasks, Recorder: f.recorder(), Clock: clock, Logger: f.logger(stderr, "server")})
-		if err != nil {
-			return nil, exitcode.With(exitcode.Invalid, err)
+		c := mcpgo.ServerConfigOf(cfg.Options.(*mcpgo.ServerOptions))
+		c.Tasks = cfg.Tasks
+		c.DefaultChargeDuration, c.Recorder, c.Clock, c.Logger = chargeDuration, f.recorder(), clock, log
+		var srv *mcpgo.Server
+		if srv, err = mcpgo.NewServer(c); err == nil {
+			handler, closer = srv.Handler(), srv.Close
 		}
-		return newHandlerServer(srv.Handler(), srv.Close), nil
+	default:
+		return nil, exitcode.With(exitcode.Invalid, fmt.Errorf("target: no server for %q", cfg.Target))
 	}
-	return nil, exitcode.With(exitcode.Invalid, fmt.Errorf("--target: unknown server target %q", f.target))
+	if err != nil {
+		return nil, exitcode.With(exitcode.Invalid, err)
+	}
+	return newHandlerServer(handler, closer), nil
 }
 
 // handlerServer serves an SDK's http.Handler; Shutdown stops taking
@@ -224,7 +256,7 @@ func serveUntilDone(ctx context.Context, srv serverTarget, ln net.Listener, drai
 // runCommand serves target command: it starts the command under the
 // bring-your-own contract, announces its address once it accepts
 // connections, and stops it on SIGTERM (see serverLong).
-func (f *serverFlags) runCommand(cmd *cobra.Command) error {
+func (f *serverFlags) runCommand(cmd *cobra.Command, opts *catalog.CommandOptions) error {
 	// The agent must forward SIGTERM however it was started, so it catches
 	// the signal itself.
 	ctx, stopSignals := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
@@ -236,8 +268,8 @@ func (f *serverFlags) runCommand(cmd *cobra.Command) error {
 		return err
 	}
 	sup := &byo.Supervisor{
-		Command:      f.command,
-		Env:          byo.Env{ListenAddr: cmp.Or(f.fixedAddr, f.addr), LedgerURL: f.ledger, Clock: clock, StateDir: f.state},
+		Command:      opts.Command,
+		Env:          byo.Env{ListenAddr: cmp.Or(opts.Listen, f.addr), LedgerURL: f.ledger, Clock: clock, StateDir: f.state},
 		Output:       cmd.ErrOrStderr(),
 		ReadyTimeout: f.readyTimeout,
 		Drain:        f.drain,

@@ -22,6 +22,7 @@ type agentFlags struct {
 	parentPID int
 	base      string
 	verbose   bool
+	config    string // the configuration file, relative to state (server and client)
 }
 
 func (f *agentFlags) register(cmd *cobra.Command, serves bool) {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chaosrun/chaosrun/targets/server"
 )
 
 // withBalancer is good with a balancer: block after the client's.
@@ -72,8 +74,8 @@ func TestBalancerProblemsNameFileLineAndField(t *testing.T) {
 func TestBalancerRunsOnlyOnTheLocalRuntime(t *testing.T) {
 	x, err := Parse("x.yaml", []byte(withBalancer("balancer: {kind: haproxy}\n")))
 	require.NoError(t, err)
-	require.NoError(t, x.CheckRuntime("local"))
-	err = x.CheckRuntime("docker")
+	require.NoError(t, checkRuntime(x, "local"))
+	err = checkRuntime(x, "docker")
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.Contains(t, err.Error(), "x.yaml:11:11: balancer: a balancer (haproxy) runs only on the local runtime")
 }
@@ -82,9 +84,9 @@ func TestRedisStoreRunsOnlyOnTheLocalRuntime(t *testing.T) {
 	src := strings.Replace(withBalancer("balancer: {kind: nginx}\n"), "  retention_events: 100\n", "  retention_events: 100\n  replicas: 2\n  event_store: redis\n", 1)
 	x, err := Parse("x.yaml", []byte(src))
 	require.NoError(t, err)
-	assert.Equal(t, "redis", x.Plan(Overrides{}).Server.EventStore)
-	require.NoError(t, x.CheckRuntime("local"))
-	err = x.CheckRuntime("docker")
+	assert.Equal(t, "redis", x.Plan(Overrides{}).Server.Options.(*server.Options).EventStore)
+	require.NoError(t, checkRuntime(x, "local"))
+	err = checkRuntime(x, "docker")
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.Contains(t, err.Error(), "x.yaml:8:16: server.event_store: redis runs only on the local runtime")
 	assert.Contains(t, err.Error(), "balancer: a balancer (nginx) runs only on the local runtime")

@@ -44,8 +44,8 @@ func TestBringYourOwnServersTakeNoKnobs(t *testing.T) {
 			x, err := Parse("x.yaml", []byte(src))
 			if tc.want == "" {
 				require.NoError(t, err)
-				if x.Server.Listen == "" {
-					assert.NoError(t, x.CheckRuntime("docker"))
+				if fixedAddress(x) == "" {
+					assert.NoError(t, checkRuntime(x, "docker"))
 				}
 				return
 			}
@@ -59,14 +59,14 @@ func TestImageTargetNeedsTheDockerRuntime(t *testing.T) {
 	src := strings.Replace(good, "server:\n  retention_events: 100\n  keepalive: 0s\n", "server:\n  target: image\n  image: me/srv:1\n", 1)
 	x, err := Parse("x.yaml", []byte(src))
 	require.NoError(t, err)
-	require.NoError(t, x.CheckRuntime("docker"))
-	err = x.CheckRuntime("local")
+	require.NoError(t, checkRuntime(x, "docker"))
+	err = checkRuntime(x, "local")
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.EqualError(t, err, "x.yaml:6:11: server.target: image runs only on the docker runtime (--runtime docker), not on local")
 
 	ref, err := Parse("x.yaml", []byte(good))
 	require.NoError(t, err)
-	assert.NoError(t, ref.CheckRuntime("local"), "every other target runs anywhere")
+	assert.NoError(t, checkRuntime(ref, "local"), "every other target runs anywhere")
 }
 
 func TestAFixedListenAddressNeedsTheLocalRuntime(t *testing.T) {
@@ -74,8 +74,8 @@ func TestAFixedListenAddressNeedsTheLocalRuntime(t *testing.T) {
 		"server:\n  target: command\n  command: [./srv]\n  listen: 127.0.0.1:9000\n", 1)
 	x, err := Parse("x.yaml", []byte(src))
 	require.NoError(t, err)
-	require.NoError(t, x.CheckRuntime("local"))
-	err = x.CheckRuntime("docker")
+	require.NoError(t, checkRuntime(x, "local"))
+	err = checkRuntime(x, "docker")
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.ErrorContains(t, err, "x.yaml:8:11: server.listen: a fixed address runs only on the local runtime")
 }

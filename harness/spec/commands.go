@@ -6,10 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/chaosrun/chaosrun/targets"
 )
 
-// CheckCommands reports every bring-your-own program (server.command[0],
-// client.command[0]) that cannot be run from this machine's working
+// CheckCommands reports every program of the user's that a target runs
+// (targets.Commanded: server.command[0], client.command[0]) that cannot be run from this machine's working
 // directory: a bare name not in PATH, a path to nothing, to a folder, or to
 // a file without an execute bit. It is not part of Load, because a saved
 // run's experiment.yaml is judged again offline where the program may be
@@ -19,17 +21,22 @@ func CheckCommands(xs []*Experiment) error {
 	var all []Problem
 	for _, x := range xs {
 		ps := &problems{file: x.Path}
-		for _, c := range []struct {
-			field   string
-			command []string
-		}{{"server.command", x.Server.Command}, {"client.command", x.Client.Command}} {
-			if len(c.command) == 0 {
+		for _, b := range []struct {
+			key  string
+			opts targets.Options
+		}{{"server", x.Server.Options}, {"client", x.Client.Options}} {
+			c, ok := b.opts.(targets.Commanded)
+			if !ok {
 				continue
 			}
-			if msg := notRunnable(c.command[0]); msg != "" {
-				field := c.field + "[0]"
-				line, col := x.at(field)
-				ps.add(line, col, field, "%s", msg)
+			program, setting := c.Program()
+			if program == "" {
+				continue
+			}
+			if msg := notRunnable(program); msg != "" {
+				path := b.key + "." + setting
+				line, col := x.at(path)
+				ps.add(line, col, path, "%s", msg)
 			}
 		}
 		all = append(all, ps.list...)

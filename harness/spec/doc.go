@@ -9,5 +9,13 @@
 //
 // Faults are decoded and validated here, once: an experiment that loads
 // holds each fault as a faults.Spec, its params: mapping in its kind's
-// params struct, and nothing downstream checks them again.
+// params struct, and nothing downstream checks them again. So are the
+// targets' settings: every key of the server: and client: blocks besides
+// the experiment's own (target, replicas, tasks, protocol) decodes into the
+// options type the target declares (package targets/catalog), and a key
+// another target takes is refused in the words the targets give. What
+// spans parts is checked here by asking them: the faults say what they act
+// on (faults.Targeted, faults.Controlled), the targets what they speak and
+// need (targets.Server, targets.Needer), a runtime what it runs
+// (agent.Capabilities, CheckRuntime).
 package spec

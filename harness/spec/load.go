@@ -70,6 +70,10 @@ func ParseNode(path string, root *yaml.Node, src []byte) (*Experiment, error) {
 	if len(ps.list) > 0 {
 		return nil, ps.err()
 	}
+	x.decodeTargets(ps)
+	if len(ps.list) > 0 {
+		return nil, ps.err()
+	}
 	x.applyDefaults()
 	x.validate(ps)
 	if err := ps.err(); err != nil {

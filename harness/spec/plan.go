@@ -6,7 +6,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/harness/check"
-	"github.com/chaosrun/chaosrun/internal/dur"
+	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/workload"
 )
 
@@ -43,23 +43,12 @@ type Plan struct {
 
 // ServerPlan is the server's configuration at run scale.
 type ServerPlan struct {
-	Target          string
-	Replicas        int
-	RetentionEvents int
-	RetentionAge    time.Duration
-	OnUnresumable   string
-	EventStore      string
-	SessionTTL      time.Duration
-	Keepalive       time.Duration
-	Retry           time.Duration
-	OnCancel        string
-	Tasks           string
-	TaskStore       string
-	TaskTTL         time.Duration
-	TaskPoll        time.Duration
-	Command         []string
-	Listen          string
-	Image           string
+	Target   string
+	Replicas int
+	Tasks    string
+	// Options are the target's options at run scale (their type is the
+	// one the target declares).
+	Options targets.Options
 }
 
 // BalancerPlan is the balancer's configuration at run scale.
@@ -76,18 +65,12 @@ type BalancerPlan struct {
 
 // ClientPlan is the client's configuration at run scale.
 type ClientPlan struct {
-	Target      string
-	Command     []string
-	Cursor      string
-	Protocol    string
-	Tasks       string
-	Backoff     workload.Backoff
-	ReadTimeout time.Duration
+	Target   string
+	Protocol string
+	Tasks    string
+	// Options are the target's options at run scale.
+	Options targets.Options
 }
-
-// defaultRetry is the server's retry field when the file sets none, in the
-// experiment's real-world time: it scales like every other duration.
-const defaultRetry = dur.Duration(time.Second)
 
 // Plan scales the experiment. Overrides replace the file's seed and time
 // scale.
@@ -100,27 +83,14 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 		p.TimeScale = *o.TimeScale
 	}
 	f := p.TimeScale
-	s := x.Server
-	if s.Retry == 0 {
-		s.Retry = defaultRetry
-	}
-	p.Server = ServerPlan{
-		Target: s.Target, Replicas: s.Replicas, RetentionEvents: s.RetentionEvents, RetentionAge: s.RetentionAge.Scale(f),
-		OnUnresumable: s.OnUnresumable, EventStore: s.EventStore, SessionTTL: s.SessionTTL.Scale(f),
-		Keepalive: s.Keepalive.Scale(f), Retry: s.Retry.Scale(f), OnCancel: s.OnCancel,
-		Tasks: s.Tasks, TaskStore: s.TaskStore, TaskTTL: s.TaskTTL.Scale(f), TaskPoll: s.TaskPoll.Scale(f),
-		Command: s.Command, Listen: s.Listen, Image: s.Image,
-	}
+	s, c := x.Server, x.Client
+	p.Server = ServerPlan{Target: s.Target, Replicas: s.Replicas, Tasks: s.Tasks, Options: scaled(s.Options, f)}
 	if b := x.Balancer; b != nil {
 		p.Balancer = &BalancerPlan{Kind: b.Kind, Balance: b.Balance, ProxyReadTimeout: b.ProxyReadTimeout.Scale(f),
 			ProxyBuffering: b.ProxyBuffering != nil && *b.ProxyBuffering, KeepaliveTimeout: b.KeepaliveTimeout.Scale(f),
 			TimeoutServer: b.TimeoutServer.Scale(f), TimeoutClient: b.TimeoutClient.Scale(f), TimeoutTunnel: b.TimeoutTunnel.Scale(f)}
 	}
-	c := x.Client
-	p.Client = ClientPlan{
-		Target: c.Target, Command: c.Command, Cursor: c.Cursor, Protocol: c.Protocol, Tasks: c.Tasks, ReadTimeout: c.ReadTimeout.Scale(f),
-		Backoff: workload.Backoff{Initial: c.Backoff.Initial.Scale(f), Max: c.Backoff.Max.Scale(f), Retries: *c.Backoff.Retries},
-	}
+	p.Client = ClientPlan{Target: c.Target, Protocol: c.Protocol, Tasks: c.Tasks, Options: scaled(c.Options, f)}
 	p.Template = workload.Template{Clients: x.Workload.Clients}
 	var perClient time.Duration
 	for _, call := range x.Workload.Calls {
@@ -139,6 +109,14 @@ func (x *Experiment) Plan(o Overrides) *Plan {
 	}
 	p.Expect = x.Expectation()
 	return p
+}
+
+// scaled is o at time scale f; nil for none.
+func scaled(o targets.Options, f float64) targets.Options {
+	if o == nil {
+		return nil
+	}
+	return o.Scaled(f)
 }
 
 // Expectation is the expect: block in the checker's terms.

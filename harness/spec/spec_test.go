@@ -42,9 +42,9 @@ func TestParseGood(t *testing.T) {
 	x, err := Parse("x.yaml", []byte(good))
 	require.NoError(t, err)
 	assert.Equal(t, "reference", x.Server.Target, "defaulted")
-	assert.Equal(t, "gone", x.Server.OnUnresumable, "defaulted")
-	assert.Equal(t, 100, x.Server.RetentionEvents)
-	assert.Equal(t, 10*time.Minute, x.Server.SessionTTL.D(), "defaulted")
+	assert.Equal(t, "gone", referenceOptions(x).OnUnresumable, "defaulted")
+	assert.Equal(t, 100, referenceOptions(x).RetentionEvents)
+	assert.Equal(t, 10*time.Minute, referenceOptions(x).SessionTTL.D(), "defaulted")
 
 	p := x.Plan(Overrides{})
 	assert.Equal(t, int64(7), p.Seed)
@@ -59,8 +59,8 @@ func TestParseGood(t *testing.T) {
 	assert.Equal(t, 3*time.Second, p.Faults[0].Window, "the idle timeout, scaled")
 	assert.Equal(t, &faults.IdleTimeout{Idle: dur.Duration(3 * time.Second), Close: "reset"}, p.Faults[0].Params, "scaled by the plan")
 	assert.Equal(t, 4500*time.Millisecond+18*time.Second+3*time.Second, p.Scheduled)
-	assert.Equal(t, time.Second/20, p.Client.Backoff.Initial)
-	assert.Equal(t, 1, p.Client.Backoff.Retries)
+	assert.Equal(t, time.Second/20, theClientOptions(p.Client.Options).Backoff.Initial.D())
+	assert.Equal(t, 1, theClientOptions(p.Client.Options).Backoff.Retries)
 	ok, why := p.Expect.Match(matchingVerdict())
 	assert.True(t, ok, why)
 
@@ -233,9 +233,10 @@ func TestExperimentsShareNoDefaults(t *testing.T) {
 	require.NoError(t, err)
 	b, err := Parse("b.yaml", []byte(src))
 	require.NoError(t, err)
-	require.Equal(t, 8, *a.Client.Backoff.Retries, "defaulted")
-	*a.Client.Backoff.Retries = 3
-	assert.Equal(t, 8, *b.Client.Backoff.Retries, "one experiment's retries are not another's")
+	require.Equal(t, 8, theClientOptions(a.Client.Options).Backoff.Retries, "defaulted")
+	theClientOptions(a.Client.Options).Backoff.Retries = 3
+	assert.Equal(t, 8, theClientOptions(b.Client.Options).Backoff.Retries, "one experiment's retries are not another's")
+	assert.NotSame(t, a.Client.Options, b.Client.Options, "nor are its options")
 	assert.NotSame(t, a.Faults[0].Params, b.Faults[0].Params, "nor are its fault params")
 }
 
@@ -243,7 +244,7 @@ func TestParseTakesAClientOfYourOwn(t *testing.T) {
 	src := strings.Replace(good, "  target: naive\n  backoff: {initial: 1s, max: 30s, retries: 1}\n", "  target: command\n  command: [./my-client, --fast]\n", 1)
 	x, err := Parse("x.yaml", []byte(src))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"./my-client", "--fast"}, x.Plan(Overrides{}).Client.Command)
+	assert.Equal(t, []string{"./my-client", "--fast"}, clientCommand(x.Plan(Overrides{}).Client.Options).Command)
 
 	_, err = Parse("x.yaml", []byte(strings.Replace(good, "  target: naive\n", "  target: command\n", 1)))
 	require.ErrorContains(t, err, "client.command: is required when client.target is command")
@@ -282,7 +283,7 @@ func TestParseModern(t *testing.T) {
 	x, err := Parse("x.yaml", []byte(src))
 	require.NoError(t, err)
 	assert.Equal(t, "2026-07-28", x.Client.Protocol)
-	assert.Equal(t, "stop", x.Server.OnCancel, "the default on_cancel")
+	assert.Equal(t, "stop", referenceOptions(x).OnCancel, "the default on_cancel")
 
 	bad := strings.Replace(src, "kind: idle_timeout, at: 0s, params: {idle: 60s, close: reset}", "kind: terminate_session, at: 0s", 1)
 	_, err = Parse("x.yaml", []byte(bad))

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -60,14 +61,18 @@ func checkStruct(n *yaml.Node, t reflect.Type, path string, nodes map[string]*ya
 		return
 	}
 	fields := yamlFields(t)
+	b := optionBlocks[t]
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i], n.Content[i+1]
 		ft, ok := fields[key.Value]
-		if !ok {
-			ps.add(key.Line, key.Column, join(path, key.Value), "unknown field (known: %s)", knownList(fields))
-			continue
+		switch {
+		case ok:
+			checkKeys(val, ft, join(path, key.Value), nodes, ps)
+		case b != nil && b.schema.owners[key.Value] != nil:
+			b.checkSettings(val, key.Value, nodes, ps) // a target's setting: which target's, validation says
+		default:
+			ps.add(key.Line, key.Column, join(path, key.Value), "unknown field (known: %s)", knownList(fields, b))
 		}
-		checkKeys(val, ft, join(path, key.Value), nodes, ps)
 	}
 }
 
@@ -94,13 +99,18 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
-func knownList(fields map[string]reflect.Type) string {
+// knownList names the keys of a mapping: the fields of its struct and, for
+// a target block, every setting of any of its targets.
+func knownList(fields map[string]reflect.Type, b *block) string {
 	names := make([]string, 0, len(fields))
 	for k := range fields {
 		names = append(names, k)
 	}
+	if b != nil {
+		names = append(names, b.schema.children[""]...)
+	}
 	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return strings.Join(slices.Compact(names), ", ")
 }
 
 func join(path, key string) string {

@@ -3,6 +3,7 @@ package spec
 import (
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/internal/dur"
+	"github.com/chaosrun/chaosrun/targets"
 	"gopkg.in/yaml.v3"
 )
 
@@ -33,28 +34,18 @@ type Experiment struct {
 	nodes map[string]*yaml.Node // field path → value node, for error positions
 }
 
-// Server configures the MCP server under test.
+// Server configures the MCP server under test. Target, Replicas and Tasks
+// are the experiment's; every other key of the server: block is a setting
+// of the target itself, decoded into the options type the target declares
+// (package targets/catalog) over the target's defaults.
 type Server struct {
-	Target          string       `yaml:"target"`             // reference (default) | go-sdk | mcp-go | command | image
-	Replicas        int          `yaml:"replicas"`           // default 1; more need a balancer
-	RetentionEvents int          `yaml:"retention_events"`   // default 1000; 0 = unbounded
-	RetentionAge    dur.Duration `yaml:"retention_age"`      // 0 = no age limit
-	OnUnresumable   string       `yaml:"on_unresumable"`     // gone (default) | silent_head
-	EventStore      string       `yaml:"event_store"`        // memory (default) | file | redis
-	SessionTTL      dur.Duration `yaml:"session_ttl"`        // default 10m; idle TTL
-	Keepalive       dur.Duration `yaml:"keepalive"`          // SSE comment interval; 0 = none
-	Retry           dur.Duration `yaml:"retry"`              // retry field of 2025-11-25 streams; 0 = 1s
-	OnCancel        string       `yaml:"on_cancel"`          // stop (default) | ignore | commit_then_notice
-	Tasks           string       `yaml:"tasks"`              // off (default) | extension (2026-07-28) | legacy (2025-11-25; reference, mcp-go)
-	TaskStore       string       `yaml:"task_store"`         // memory (default) | file | redis
-	TaskTTL         dur.Duration `yaml:"task_ttl"`           // default 1h
-	TaskPoll        dur.Duration `yaml:"task_poll_interval"` // default 5s
-	Command         []string     `yaml:"command"`            // target: command
-	// Listen, for target command, is the fixed loopback host:port the
-	// command listens on, for a server that cannot be told its address;
-	// "" (the default) gives it a free port. Local runtime only.
-	Listen string `yaml:"listen"`
-	Image  string `yaml:"image"` // target: image
+	Target   string `yaml:"target"`   // reference (default) | go-sdk | mcp-go | command | image
+	Replicas int    `yaml:"replicas"` // default 1; more need a balancer
+	// Tasks is off (default), extension (2026-07-28) or legacy
+	// (2025-11-25): which the target runs, it declares.
+	Tasks string `yaml:"tasks"`
+	// Options are the target's own settings, as the file states them.
+	Options targets.Options `yaml:"-"`
 }
 
 // Balancer is a real nginx or HAProxy between the fault proxy and the
@@ -73,22 +64,16 @@ type Balancer struct {
 	TimeoutTunnel dur.Duration `yaml:"timeout_tunnel"` // haproxy; unset: none (server and client apply)
 }
 
-// Client configures the MCP client under test.
+// Client configures the MCP client under test. Target, Protocol and Tasks
+// are the experiment's (the server and the faults depend on them); every
+// other key of the client: block is a setting of the target itself, as for
+// Server.
 type Client struct {
-	Target      string       `yaml:"target"`       // resumable (default) | naive | go-sdk | mcp-go | command
-	Command     []string     `yaml:"command"`      // target: command: your client and its arguments
-	Cursor      string       `yaml:"cursor"`       // memory (default) | file
-	Protocol    string       `yaml:"protocol"`     // default 2025-11-25
-	Tasks       string       `yaml:"tasks"`        // off (default) | extension (2026-07-28) | legacy (2025-11-25); resumable only
-	Backoff     Backoff      `yaml:"backoff"`      // default {1s, 30s, 8}
-	ReadTimeout dur.Duration `yaml:"read_timeout"` // 0 = wait forever on a silent stream
-}
-
-// Backoff bounds the client's reconnection.
-type Backoff struct {
-	Initial dur.Duration `yaml:"initial"`
-	Max     dur.Duration `yaml:"max"`
-	Retries *int         `yaml:"retries"`
+	Target   string `yaml:"target"`   // resumable (default) | naive | go-sdk | mcp-go | command
+	Protocol string `yaml:"protocol"` // default 2025-11-25
+	Tasks    string `yaml:"tasks"`    // off (default) | extension (2026-07-28) | legacy (2025-11-25)
+	// Options are the target's own settings, as the file states them.
+	Options targets.Options `yaml:"-"`
 }
 
 // Workload is what the clients do.

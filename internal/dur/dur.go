@@ -6,6 +6,7 @@ package dur
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -72,4 +73,28 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	*d = v
 	return nil
+}
+
+// ScaleAll multiplies by f every Duration in the struct that v points to,
+// and in the structs it holds by value: the one way a part's settings are
+// put at run scale, so a duration setting added to them scales without
+// more code. Pointers, slices and maps are not followed (a copy of the
+// struct would share them). It panics if v is not a pointer to a struct.
+func ScaleAll(v any, f float64) {
+	scaleStruct(reflect.ValueOf(v).Elem(), f)
+}
+
+var durationType = reflect.TypeFor[Duration]()
+
+func scaleStruct(v reflect.Value, f float64) {
+	for i := range v.NumField() {
+		fv := v.Field(i)
+		switch {
+		case !fv.CanSet():
+		case fv.Type() == durationType:
+			fv.SetInt(int64(Duration(fv.Int()).Scale(f)))
+		case fv.Kind() == reflect.Struct:
+			scaleStruct(fv, f)
+		}
+	}
 }

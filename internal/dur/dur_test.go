@@ -50,3 +50,26 @@ func TestYAMLAndJSON(t *testing.T) {
 	assert.Equal(t, time.Minute, v.Idle.D())
 	require.Error(t, yaml.Unmarshal([]byte("idle: [1]\n"), &v))
 }
+
+func TestScaleAllReachesNestedStructs(t *testing.T) {
+	type inner struct {
+		Max   Duration
+		Count int
+	}
+	type opts struct {
+		TTL     Duration
+		Backoff inner
+		Plain   time.Duration // not a setting's duration: left alone
+		Ptr     *inner        // shared with the original: not followed
+		hidden  Duration
+	}
+	shared := &inner{Max: Duration(time.Second)}
+	o := opts{TTL: Duration(time.Minute), Backoff: inner{Max: Duration(10 * time.Second), Count: 3}, Plain: time.Hour, Ptr: shared,
+		hidden: Duration(time.Minute)}
+	ScaleAll(&o, 0.5)
+	assert.Equal(t, Duration(30*time.Second), o.TTL)
+	assert.Equal(t, inner{Max: Duration(5 * time.Second), Count: 3}, o.Backoff)
+	assert.Equal(t, time.Hour, o.Plain)
+	assert.Equal(t, Duration(time.Second), shared.Max)
+	assert.Equal(t, Duration(time.Minute), o.hidden, "unexported fields are not settings")
+}

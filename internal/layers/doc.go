@@ -10,4 +10,12 @@
 // chaosrun's environment contract, not its code). A package's tests count as
 // part of it, and a dependency counts however many packages it passes
 // through. A new top-level folder fails the test until it is given a row.
+//
+// Within the harness, a runtime (harness/agent, harness/local,
+// harness/docker) knows agents, not experiments, targets or faults: it
+// starts what it is given and reports its capabilities. And a target's
+// implementation (targets/server, targets/client, targets/gosdk,
+// targets/mcpgo) is imported only within targets, by the agent that runs
+// it (harness/roles) and by the CLI: the loader and the runner know a
+// target by the description it declares (targets/catalog).
 package layers

@@ -18,9 +18,11 @@ import (
 
 // rule says which other top-level folders (or, written with a slash, which
 // packages and their subpackages) the packages of one folder may depend on,
-// directly or through others.
+// directly or through others. A row for a package (written with a slash)
+// refines its folder's row for it and its subpackages: the most specific
+// row applies.
 type rule struct {
-	layer string // a top-level folder of the module
+	layer string // a top-level folder of the module, or a package in it
 	uses  []string
 	why   string // shown when the rule is broken
 }
@@ -35,6 +37,28 @@ var mayUse = []rule{
 	{"internal", nil, "internal is below all"},
 	{"examples", []string{"targets/byo", "internal"}, "an example target knows chaosrun's contract (targets/byo), not its code"},
 	{"scripts", nil, "the scripts' tests run them as a user does, importing no code of the module"},
+	// A runtime starts agents and says what it can run (agent.Capabilities);
+	// it knows no experiment, target or fault: what an agent is to do
+	// reaches it as bytes (agent.Spec.Config), and the bring-your-own
+	// contract (targets/byo) only as an image's environment.
+	{"harness/agent", []string{"internal"}, "the runtime contract knows agents, not experiments"},
+	{"harness/local", []string{"harness/agent", "internal"}, "a runtime knows agents, not experiments, targets or faults"},
+	{"harness/docker", []string{"harness/agent", "targets/byo", "internal"}, "a runtime knows agents, not experiments, targets or faults"},
+}
+
+// entry names packages and the only packages that may import them
+// directly, besides packages of their own folder: the narrow ways in.
+// Tests may import them to look inside.
+type entry struct {
+	pkgs []string // packages, with their subpackages
+	by   []string // folders or packages that may import them
+	why  string
+}
+
+// entries are the narrow ways in.
+var entries = []entry{
+	{[]string{"targets/server", "targets/client", "targets/gosdk", "targets/mcpgo"}, []string{"harness/roles", "cmd"},
+		"the loader and the runner know a target by its description (targets/catalog); only the agent (harness/roles) runs it"},
 }
 
 // pkg is one package of the module; paths are relative to the module.
@@ -111,6 +135,16 @@ func TestViolations(t *testing.T) {
 		{"a folder with no row", map[string]pkg{
 			"wire": {imports: []string{"internal/runclock"}},
 		}, [][]string{{"wire"}}},
+		{"a runtime that knows experiments", map[string]pkg{
+			"harness/docker": {imports: []string{"harness/agent", "harness/spec"}},
+			"harness/spec":   {imports: []string{"targets/catalog"}},
+			"harness/local":  {imports: []string{"harness/agent"}},
+		}, [][]string{{"harness/docker", "harness/spec"}, {"harness/docker", "harness/spec", "targets/catalog"}}},
+		{"the loader reaching past the catalogue", map[string]pkg{
+			"harness/spec":    {imports: []string{"targets/catalog", "targets/server"}, tests: []string{"targets/client"}},
+			"targets/catalog": {imports: []string{"targets/server", "targets/client"}},
+			"harness/roles":   {imports: []string{"targets/server"}},
+		}, [][]string{{"harness/spec", "targets/server"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,25 +157,57 @@ func TestViolations(t *testing.T) {
 	}
 }
 
-// violations checks every package of graph against mayUse, in path order.
+// violations checks every package of graph against mayUse and entries, in
+// path order.
 func violations(graph map[string]pkg) []violation {
 	var out []violation
 	for _, from := range slices.Sorted(maps.Keys(graph)) {
-		i := slices.IndexFunc(mayUse, func(r rule) bool { return r.layer == layer(from) })
-		if i < 0 {
+		r, ok := ruleOf(from)
+		if !ok {
 			out = append(out, violation{from: from, chain: []string{from}, why: "folder " + layer(from) + " has no row in mayUse"})
 			continue
 		}
-		r := mayUse[i]
 		for _, chain := range reach(graph, from) {
 			to := chain[len(chain)-1]
 			if !r.allows(to) {
 				out = append(out, violation{from: from, to: to, chain: chain, why: r.why})
 			}
 		}
+		for _, to := range graph[from].imports {
+			if !r.allows(to) {
+				continue // reported above
+			}
+			if e, ok := entryOf(to); ok && !within(from, layer(to)) && !slices.ContainsFunc(e.by, func(b string) bool { return within(from, b) }) {
+				out = append(out, violation{from: from, to: to, chain: []string{from, to}, why: e.why})
+			}
+		}
 	}
 	return out
 }
+
+// ruleOf is the most specific row of mayUse for package p.
+func ruleOf(p string) (rule, bool) {
+	best, found := rule{}, false
+	for _, r := range mayUse {
+		if within(p, r.layer) && (!found || len(r.layer) > len(best.layer)) {
+			best, found = r, true
+		}
+	}
+	return best, found
+}
+
+// entryOf is the entry that names package p, if one does.
+func entryOf(p string) (entry, bool) {
+	for _, e := range entries {
+		if slices.ContainsFunc(e.pkgs, func(q string) bool { return within(p, q) }) {
+			return e, true
+		}
+	}
+	return entry{}, false
+}
+
+// within says whether package p is the folder or package q or below it.
+func within(p, q string) bool { return p == q || strings.HasPrefix(p, q+"/") }
 
 // allows reports whether the rule's folder may depend on package to.
 func (r rule) allows(to string) bool {

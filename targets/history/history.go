@@ -39,6 +39,9 @@
 // did not receive and has surfaced to its caller.
 package history
 
+// File is the history's name in the client agent's state folder.
+const File = "history.jsonl"
+
 // Kind names a history record.
 type Kind string
 

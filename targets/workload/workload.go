@@ -2,8 +2,9 @@
 // form every client target (naive, resumable, the SDK adapters) accepts:
 // logical clients, each making its calls in order.
 //
-// The runner writes a [Plan] as JSON for the client agent; client targets
-// receive one [Client] and the shared [Options].
+// The runner hands the client agent a [Template] in its configuration; the
+// agent expands it into a [Plan], and client targets receive one [Client]
+// and the shared [Options].
 package workload
 
 import (
@@ -11,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"strings"
 	"time"
 
@@ -181,28 +181,6 @@ type Plan struct {
 	Clients []Client `json:"clients"`
 }
 
-// LoadPlan reads a plan written by the runner.
-func LoadPlan(path string) (Plan, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Plan{}, fmt.Errorf("workload: %w", err)
-	}
-	var p Plan
-	if err := json.Unmarshal(b, &p); err != nil {
-		return Plan{}, fmt.Errorf("workload %s: %w", path, err)
-	}
-	return p, nil
-}
-
-// Save writes the plan as JSON.
-func (p Plan) Save(path string) error {
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o644)
-}
-
 // Backoff bounds reconnection: the first delay, the cap, and how many
 // attempts before giving up. Delays are already scaled.
 type Backoff struct {
@@ -230,4 +208,11 @@ type Options struct {
 	Clock       runclock.Clock
 	History     *history.Writer
 	Logger      *slog.Logger
+}
+
+// Settings are a client target's own options as its agent receives them:
+// Apply sets what they say in the Options every client of the agent
+// shares.
+type Settings interface {
+	Apply(*Options)
 }

@@ -2,7 +2,6 @@ package workload
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -47,15 +46,16 @@ func TestIdempotent(t *testing.T) {
 	assert.True(t, Call{Tool: "chatty"}.IsIdempotent())
 }
 
-func TestPlanRoundTrip(t *testing.T) {
-	p := Plan{Clients: []Client{{ID: "c1", Calls: []Call{{ID: "c1-1", Tool: "charge", Duration: time.Second}}}}}
-	path := filepath.Join(t.TempDir(), "plan.json")
-	require.NoError(t, p.Save(path))
-	back, err := LoadPlan(path)
+func TestTemplateRoundTrip(t *testing.T) {
+	tmpl := Template{Clients: 3, Calls: []Call{{Tool: "charge", Args: map[string]any{"amount_cents": 4999}, Duration: 1500 * time.Millisecond, Key: "order_id"}}}
+	b, err := json.Marshal(tmpl)
 	require.NoError(t, err)
-	assert.Equal(t, p.Clients[0].Calls[0].Duration, back.Clients[0].Calls[0].Duration)
-	b, _ := json.Marshal(back)
 	assert.Contains(t, string(b), `"tool":"charge"`)
+	var back Template
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, tmpl.Clients, back.Clients)
+	assert.Equal(t, tmpl.Calls[0].Duration, back.Calls[0].Duration, "as the client agent reads it from its configuration")
+	assert.Equal(t, "order_id", back.Calls[0].Key)
 }
 
 func TestTemplateExpandsNamedClientsAndCalls(t *testing.T) {

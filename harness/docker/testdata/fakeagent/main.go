@@ -3,8 +3,9 @@
 // appends a line to DIR/starts on every start. A serving role prints its URL
 // first, answers /id with a token unique to this start, and exits 0 on
 // SIGTERM. The client role fetches http://PEER/id into DIR/peer when --peer
-// is given, then exits with --exit after --sleep; it prints "fake client
-// running" once its start is recorded.
+// is given, copies DIR/agent.json (its configuration) to DIR/config-seen
+// when there is one, then exits with --exit after --sleep; it prints "fake
+// client running" once its start is recorded.
 package main
 
 import (
@@ -60,6 +61,11 @@ func run(role string, args []string) int {
 
 func client(state, peer string, sleep time.Duration, exit int) int {
 	fmt.Fprintln(os.Stderr, "fake client running") // its start is recorded
+	if config, err := os.ReadFile(filepath.Join(state, "agent.json")); err == nil {
+		if err := os.WriteFile(filepath.Join(state, "config-seen"), config, 0o644); err != nil {
+			return 5
+		}
+	}
 	if peer != "" {
 		c := http.Client{Timeout: 5 * time.Second}
 		resp, err := c.Get("http://" + peer + "/id")

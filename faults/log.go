@@ -1,12 +1,13 @@
 package faults
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"sync"
+
+	"github.com/chaosrun/chaosrun/internal/jsonl"
 )
 
 // Entry is one injection in faults.jsonl: what was injected, on what, and
@@ -76,23 +77,21 @@ func (l *Log) Close() error {
 
 // LoadLog reads a fault log.
 func LoadLog(path string) ([]Entry, error) {
-	f, err := os.Open(path)
+	entries, err := jsonl.Load(path, ReadLog)
 	if err != nil {
 		return nil, fmt.Errorf("fault log: %w", err)
 	}
-	defer f.Close()
-	var out []Entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for line := 1; sc.Scan(); line++ {
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
+	return entries, nil
+}
+
+// ReadLog reads the entries of a fault log under the rule every JSON-lines
+// reader of chaosrun applies (internal/jsonl): a torn last line, what a
+// runner killed in the middle of a write leaves, is dropped; any other bad
+// line is an error naming it.
+func ReadLog(r io.Reader) ([]Entry, error) {
+	return jsonl.Read(r, 4<<20, func(b []byte) (Entry, error) {
 		var e Entry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, line, err)
-		}
-		out = append(out, e)
-	}
-	return out, sc.Err()
+		err := json.Unmarshal(b, &e)
+		return e, err
+	})
 }

@@ -17,6 +17,10 @@ type Target struct {
 	// Stops says the fault ends the process, and every call it was
 	// running with it, before starting it again (a crash, a restart).
 	Stops bool
+	// Kills says it ends it at once (SIGKILL), not by asking it to stop:
+	// a request that reaches the process afterwards on a connection it
+	// held reaches nothing.
+	Kills bool
 	// Freezes says the fault freezes the process for a while (SIGSTOP, a
 	// container pause) and thaws it, without ending it.
 	Freezes bool
@@ -57,4 +61,18 @@ type Controlled interface {
 // (see [Run]).
 type Resetting interface {
 	ClosesByReset() bool
+}
+
+// Answering is implemented by the params of a fault that answers requests
+// in the server's place, or changes what the server answers: a call it
+// makes fail is its doing, not the workload's.
+type Answering interface {
+	AnswersForTheServer() bool
+}
+
+// Cutting is implemented by the params of a fault that may keep a
+// client's request from crossing the proxy whole (a connection refused or
+// cut in the middle of it): calls seen on the wire are then a lower bound.
+type Cutting interface {
+	CutsRequests() bool
 }

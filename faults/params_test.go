@@ -162,8 +162,9 @@ func TestKindsSayWhatTheyNeed(t *testing.T) {
 		control *faults.Control
 		reset   bool
 	}{
-		{&faults.Restart{Role: "server", Replica: 2}, &faults.Target{Role: "server", Replica: 2, Stops: true}, nil, false},
-		{&faults.Crash{Role: "redis"}, &faults.Target{Role: "redis", Stops: true}, nil, false},
+		{&faults.Restart{Role: "server", Replica: 2}, &faults.Target{Role: "server", Replica: 2, Stops: true, Kills: true}, nil, false},
+		{&faults.Restart{Role: "server", Graceful: true}, &faults.Target{Role: "server", Stops: true}, nil, false},
+		{&faults.Crash{Role: "redis"}, &faults.Target{Role: "redis", Stops: true, Kills: true}, nil, false},
 		{&faults.Pause{Role: "client"}, &faults.Target{Role: "client", Freezes: true}, nil, false},
 		{&faults.ExpireSession{}, nil, &faults.Control{Action: "expire", Sessions: true}, false},
 		{&faults.TerminateSession{}, nil, &faults.Control{Action: "terminate", Sessions: true}, false},

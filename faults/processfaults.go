@@ -69,7 +69,9 @@ type Restart struct {
 func (p *Restart) Validate() error { return validTarget(p.Role, p.Replica) }
 
 // Target is the agent restarted, which stops.
-func (p *Restart) Target() Target { return Target{Role: p.Role, Replica: p.Replica, Stops: true} }
+func (p *Restart) Target() Target {
+	return Target{Role: p.Role, Replica: p.Replica, Stops: true, Kills: !p.Graceful}
+}
 
 func (p *Restart) window() dur.Duration { return 0 }
 func (p *Restart) hold() dur.Duration   { return 0 }
@@ -105,7 +107,9 @@ type Crash struct {
 func (p *Crash) Validate() error { return validTarget(p.Role, p.Replica) }
 
 // Target is the agent killed, which stops.
-func (p *Crash) Target() Target { return Target{Role: p.Role, Replica: p.Replica, Stops: true} }
+func (p *Crash) Target() Target {
+	return Target{Role: p.Role, Replica: p.Replica, Stops: true, Kills: true}
+}
 
 func (p *Crash) window() dur.Duration { return p.Down }
 func (p *Crash) hold() dur.Duration   { return p.Down }

@@ -114,6 +114,9 @@ func (p *Reset) Validate() error {
 // ClosesByReset is true: a reset closes by RST.
 func (p *Reset) ClosesByReset() bool { return true }
 
+// CutsRequests: a reset may cut a request before it crossed whole.
+func (p *Reset) CutsRequests() bool { return true }
+
 func (p *Reset) window() dur.Duration { return p.For }
 func (p *Reset) hold() dur.Duration   { return p.For }
 
@@ -264,6 +267,10 @@ type LimitData struct {
 	For    dur.Duration `yaml:"for" json:"for,omitempty"`
 }
 
+// CutsRequests: a connection closed after its bytes may cut a request in
+// the middle.
+func (p *LimitData) CutsRequests() bool { return true }
+
 // Validate requires a positive byte count.
 func (p *LimitData) Validate() error {
 	if p.Bytes <= 0 {
@@ -295,6 +302,10 @@ type Partition struct {
 	For  dur.Duration `yaml:"for" json:"for"`
 	Mode string       `yaml:"mode" json:"mode"`
 }
+
+// CutsRequests: a refusing partition refuses the client's connections;
+// a blackhole holds their bytes and loses none.
+func (p *Partition) CutsRequests() bool { return p.Mode != "blackhole" }
 
 // Validate requires a positive window and a mode of refuse or blackhole.
 func (p *Partition) Validate() error {
@@ -334,6 +345,9 @@ type HTTPStatus struct {
 	Count  int64        `yaml:"count" json:"count,omitempty"`
 	For    dur.Duration `yaml:"for" json:"for,omitempty"`
 }
+
+// AnswersForTheServer: the proxy answers the requests it picks.
+func (p *HTTPStatus) AnswersForTheServer() bool { return true }
 
 // Validate requires a 4xx or 5xx status and a count that is not negative.
 func (p *HTTPStatus) Validate() error {

@@ -275,7 +275,7 @@ func balancerEntry(b *spec.BalancerPlan, index int, from, to time.Duration) faul
 	add("timeout_server", b.TimeoutServer)
 	add("timeout_client", b.TimeoutClient)
 	add("timeout_tunnel", b.TimeoutTunnel)
-	return faults.Entry{Index: index, Kind: roleBalancer, Target: b.Kind, Params: params,
+	return faults.Entry{Index: index, Kind: faults.KindBalancer, Target: b.Kind, Params: params,
 		StartUS: from.Microseconds(), EndUS: to.Microseconds(),
 		Detail: "the balancer's own timeouts, in force for the whole workload: " + strings.Join(timeouts, ", ")}
 }

@@ -196,14 +196,13 @@ func window(f *faults.Entry) string {
 	return fmt.Sprintf("[%s, %s]", seconds(f.StartUS), seconds(f.EndUS))
 }
 
-// answeringFault reports whether a fault that may answer for the server,
-// or change what it answers, was acting at us (BreakGrace included).
+// answeringFault reports whether a fault that answers for the server, or
+// changes what it answers (faults.Effect.Answers), was acting at us
+// (BreakGrace included).
 func answeringFault(log []faults.Entry, us int64) bool {
 	for i := range log {
 		f := &log[i]
-		switch f.Kind {
-		case faults.KindIdleTimeout, faults.KindReset, faults.KindLatency, faults.KindBandwidth, faults.KindSlicer,
-			faults.KindLimitData, faults.KindPartition, faults.KindPause:
+		if !faults.EffectOf(*f).Answers {
 			continue
 		}
 		end := f.EndUS
@@ -212,7 +211,7 @@ func answeringFault(log []faults.Entry, us int64) bool {
 		} else {
 			end += BreakGrace.Microseconds()
 		}
-		if f.Error == "" && f.StartUS <= us && us <= end {
+		if f.StartUS <= us && us <= end {
 			return true
 		}
 	}

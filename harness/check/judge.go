@@ -329,46 +329,42 @@ func unseenDrops(_ Input, ledger, fromWire *Accounts) string {
 		count(silent, "result"))
 }
 
-// serverKills is when the fault log restarted or crashed the server (or one
-// of its replicas, "server-2"), on the run's clock.
+// serverKills is when the fault log stopped the server (or one of its
+// replicas, "server-2"): a crash or a restart, on the run's clock.
 func serverKills(entries []faults.Entry) []int64 {
 	var out []int64
 	for _, e := range entries {
-		server := e.Target == "server" || strings.HasPrefix(e.Target, "server-")
-		if (e.Kind == faults.KindRestart || e.Kind == faults.KindCrash) && server && e.Error == "" {
+		if x := faults.EffectOf(e); x.Stops && x.Server() {
 			out = append(out, e.StartUS)
 		}
 	}
 	return out
 }
 
-// restartWindows is when the fault log restarted the server or one of its
-// replicas (stopped it, then started it again), as [start, end] on the
-// run's clock.
+// restartWindows is when the fault log stopped the server or one of its
+// replicas and started it again, as [start, end] on the run's clock.
 func restartWindows(entries []faults.Entry) [][2]int64 {
 	var out [][2]int64
 	for _, e := range entries {
-		server := e.Target == "server" || strings.HasPrefix(e.Target, "server-")
-		if (e.Kind == faults.KindRestart || e.Kind == faults.KindCrash) && server && e.Error == "" {
+		if x := faults.EffectOf(e); x.Stops && x.Server() {
 			out = append(out, [2]int64{e.StartUS, max(e.EndUS, e.StartUS)})
 		}
 	}
 	return out
 }
 
-// directKills is when the fault log killed (SIGKILL: a crash, or a restart
-// that is not graceful) the one server process that the proxy's server
-// edge connects to: none when a balancer stands between them, since a
-// connection to the balancer outlives any one replica.
+// directKills is when the fault log killed (SIGKILL) the one server process
+// that the proxy's server edge connects to: none when a balancer stands
+// between them, since a connection to the balancer outlives any one
+// replica.
 func directKills(entries []faults.Entry) []int64 {
 	var out []int64
 	for _, e := range entries {
-		if e.Kind == "balancer" {
+		x := faults.EffectOf(e)
+		if x.Fronts {
 			return nil
 		}
-		graceful, _ := e.Params["graceful"].(bool)
-		killed := e.Kind == faults.KindCrash || e.Kind == faults.KindRestart && !graceful
-		if killed && e.Target == "server" && e.Error == "" {
+		if x.Kills && x.Process == "server" {
 			out = append(out, e.StartUS)
 		}
 	}

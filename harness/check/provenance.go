@@ -134,29 +134,18 @@ func firstAndMore(why []string) string {
 	return fmt.Sprintf("%s (and %d streams more)", why[0], len(why)-1)
 }
 
-// connectRefusals says which faults may have refused the client's
-// connections before any byte crossed the client edge (a refusing
-// partition; the proxy stopped), or "" when none did.
+// connectRefusals says which faults may have kept a client's request from
+// crossing the client edge whole (faults.Effect.Cuts: a refused or cut
+// connection, a stopped server), or "" when none did.
 func connectRefusals(log []faults.Entry) string {
 	var why []string
 	for _, e := range log {
-		if e.Error != "" {
-			continue
-		}
-		mode, _ := e.Params["mode"].(string)
-		switch {
-		case e.Kind == faults.KindPartition && mode != "blackhole":
-			why = append(why, fmt.Sprintf("fault %d (partition, refuse) refused connections", e.Index))
-		case e.Kind == faults.KindReset || e.Kind == faults.KindLimitData:
-			why = append(why, fmt.Sprintf("fault %d (%s) cut connections, a request among them before it crossed whole", e.Index, e.Kind))
-		case e.Target == "proxy" && (e.Kind == faults.KindCrash || e.Kind == faults.KindRestart || e.Kind == faults.KindPause):
-			why = append(why, fmt.Sprintf("fault %d (%s of the proxy) stopped it", e.Index, e.Kind))
-		case (e.Target == "server" || strings.HasPrefix(e.Target, "server-")) && (e.Kind == faults.KindCrash || e.Kind == faults.KindRestart):
-			why = append(why, fmt.Sprintf("fault %d (%s of the %s) left connections nothing to reach", e.Index, e.Kind, e.Target))
+		if faults.EffectOf(e).Cuts {
+			why = append(why, fmt.Sprintf("fault %d (%s on %s)", e.Index, e.Kind, e.Target))
 		}
 	}
 	if len(why) == 0 {
 		return ""
 	}
-	return strings.Join(why, ", ") + ": a call whose request never crossed whole is not seen"
+	return strings.Join(why, ", ") + " may have refused or cut connections: a call whose request never crossed whole is not seen"
 }

@@ -142,7 +142,7 @@ func TestCallsThatNeverCrossedMakeTheCountALowerBound(t *testing.T) {
 	v := Judge(in)
 	assert.Equal(t, int64(1), v.Figures.Calls)
 	assert.Equal(t, LowerBound, v.Provenance["calls"].Kind)
-	assert.Contains(t, v.Provenance["calls"].Why, "refused connections")
+	assert.Contains(t, v.Provenance["calls"].Why, "may have refused or cut connections")
 }
 
 // A client of the user's own that exits with an error once a fault hit is

@@ -14,6 +14,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness/balancer"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/redisserver"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
 )
 
@@ -54,7 +55,7 @@ func comparable(v *check.Verdict) (string, []string, check.Figures) {
 // verdict, violations and figures.
 // runMet runs the experiment files side by side and requires each to meet
 // its expectation; the tests then check what the expectations cannot say.
-func runMet(t *testing.T, files ...string) (*harness.Run, []*spec.Plan) {
+func runMet(t *testing.T, files ...string) (*results.Run, []*spec.Plan) {
 	t.Helper()
 	var plans []*spec.Plan
 	for _, f := range files {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chaosrun/chaosrun/harness"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/roles"
 	"github.com/chaosrun/chaosrun/harness/spec"
 )
@@ -48,7 +49,7 @@ func ExampleExecute() {
 // Judging a saved run again, offline: a run's folder or one experiment's,
 // such as a CI artifact.
 func ExampleRejudge() {
-	run, err := harness.Rejudge("testdata/saved-run")
+	run, err := results.Rejudge("testdata/saved-run")
 	if err != nil {
 		log.Fatal(err)
 	}

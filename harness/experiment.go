@@ -16,6 +16,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/balancer"
 	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/internal/daemon"
 	"github.com/chaosrun/chaosrun/internal/runclock"
@@ -29,10 +30,6 @@ const ProxyName = "mcp"
 // does), each agent incarnation's peak memory and CPU time: a JSON array of
 // agent.Usage.
 const UsageFile = "usage.json"
-
-// ExperimentFile is the experiment as run, in its result folder besides the
-// checker's files.
-const ExperimentFile = "experiment.yaml"
 
 // experiment is one run of one plan.
 type experiment struct {
@@ -54,7 +51,7 @@ type experiment struct {
 
 // run executes the experiment and judges it. A returned error is a harness
 // failure; the verdict and whether it met the expectation are in the result.
-func (e *experiment) run(ctx context.Context) (*ExperimentResult, error) {
+func (e *experiment) run(ctx context.Context) (*results.ExperimentResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.plan.Deadline)
 	defer cancel()
 	defer e.closeRuntime()
@@ -70,7 +67,7 @@ func (e *experiment) run(ctx context.Context) (*ExperimentResult, error) {
 	return res, err
 }
 
-func (e *experiment) steps(ctx context.Context) (*ExperimentResult, error) {
+func (e *experiment) steps(ctx context.Context) (*results.ExperimentResult, error) {
 	if err := e.prepare(); err != nil {
 		return nil, err
 	}
@@ -103,12 +100,12 @@ func (e *experiment) prepare() error {
 			return err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(e.dir, ExperimentFile), e.plan.Experiment.Source, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(e.dir, results.ExperimentFile), e.plan.Experiment.Source, 0o644); err != nil {
 		return err
 	}
 	// The workload as the clients get it: the checker reads its ops (how
 	// to tell operations apart, which are idempotent) back from it.
-	return writeJSON(filepath.Join(e.dir, check.WorkloadFile), e.plan.Template)
+	return results.WriteJSON(filepath.Join(e.dir, check.WorkloadFile), e.plan.Template)
 }
 
 func (e *experiment) logDir() string { return filepath.Join(e.dir, "logs") }
@@ -306,7 +303,7 @@ func (e *experiment) saveUsage() error {
 	if all == nil {
 		return nil
 	}
-	return writeJSON(filepath.Join(e.dir, UsageFile), all)
+	return results.WriteJSON(filepath.Join(e.dir, UsageFile), all)
 }
 
 // closeRuntime closes the runtime and drops the copy of the client's
@@ -320,7 +317,7 @@ func (e *experiment) closeRuntime() {
 	if e.redis != nil {
 		_ = e.redis.Close()
 	}
-	if exists(filepath.Join(e.dir, check.HistoryFile)) {
+	if _, err := os.Stat(filepath.Join(e.dir, check.HistoryFile)); err == nil {
 		_ = os.Remove(filepath.Join(e.stateDir(agent.RoleClient), check.HistoryFile))
 	}
 }
@@ -349,7 +346,7 @@ func (e *experiment) moveOutAs(ctx context.Context, role, name, as string) error
 	return nil
 }
 
-func (e *experiment) judge(wall time.Duration) (*ExperimentResult, error) {
+func (e *experiment) judge(wall time.Duration) (*results.ExperimentResult, error) {
 	if err := check.SaveTimings(e.dir, wall, e.plan.Scheduled); err != nil {
 		return nil, err
 	}
@@ -362,12 +359,12 @@ func (e *experiment) judge(wall time.Duration) (*ExperimentResult, error) {
 		return nil, err
 	}
 	met, reasons := e.plan.Expect.Match(v)
-	res := &ExperimentResult{Name: e.plan.Experiment.Name, Dir: e.dir, Verdict: &v, Expected: e.plan.Expect.Verdict,
+	res := &results.ExperimentResult{Name: e.plan.Experiment.Name, Dir: e.dir, Verdict: &v, Expected: e.plan.Expect.Verdict,
 		Met: met, Reasons: reasons, Wall: wall, Scheduled: e.plan.Scheduled}
 	if e.partial != "" {
-		markPartial(res, e.partial)
+		results.MarkPartial(res, e.partial)
 	}
-	return res, writeTimeline(res, in)
+	return res, results.WriteTimeline(res, in)
 }
 
 func describe(ev faults.Event) string {

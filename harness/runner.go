@@ -3,8 +3,6 @@ package harness
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +12,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/harness/agent"
-	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/internal/runclock"
 )
@@ -47,108 +45,8 @@ type Options struct {
 	// schedule each time); without it every repetition uses the plan's seed.
 	VarySeed bool
 	// Shard is the share of a larger set the plans are, for the record
-	// (Shard.Select makes the share).
-	Shard Shard
-}
-
-// Run is the outcome of one invocation over a set of experiments.
-type Run struct {
-	ID       string `json:"id"`
-	Dir      string `json:"dir"`
-	Runtime  string `json:"runtime"`
-	Parallel int    `json:"parallel"`
-	// Repeat is how many times each experiment was asked to run; the
-	// counts of what happened are in Tallies, from the results themselves.
-	Repeat int `json:"repeat,omitempty"`
-	// Shard is the share of the experiments this run took ("2/4"), empty
-	// for all of them.
-	Shard string `json:"shard,omitempty"`
-	// Merged names the run folders a merged run joins (see Merge).
-	Merged  []string  `json:"merged,omitempty"`
-	Started time.Time `json:"started"`
-	WallMS  int64     `json:"wall_ms"`
-	// Interrupted is set when the run was cancelled (Ctrl-C, SIGTERM)
-	// before every experiment finished.
-	Interrupted bool                `json:"interrupted,omitempty"`
-	Results     []*ExperimentResult `json:"experiments"`
-	// Tallies counts, experiment by experiment, the runs that met their
-	// expectation and the outcomes seen, when some experiment ran more
-	// than once (see Run.TallyRuns); it is written from Results.
-	Tallies []Tally `json:"tallies,omitempty"`
-}
-
-// ExperimentResult is one experiment's outcome. Verdict is nil when the
-// harness failed (Error says why).
-type ExperimentResult struct {
-	Name string `json:"name"`
-	// Repetition numbers the runs of a repeated experiment from 1; 0 when
-	// it ran once.
-	Repetition int            `json:"repetition,omitempty"`
-	Seed       int64          `json:"seed"`
-	Dir        string         `json:"dir"`
-	Expected   string         `json:"expected"`
-	Verdict    *check.Verdict `json:"-"`
-	Met        bool           `json:"met"`
-	Reasons    []string       `json:"reasons,omitempty"`
-	Error      string         `json:"error,omitempty"`
-	// Partial says why the experiment's records are incomplete (see
-	// PartialFile); empty when they are whole.
-	Partial   string        `json:"partial,omitempty"`
-	Wall      time.Duration `json:"-"`
-	Scheduled time.Duration `json:"-"`
-	// Saved, for an experiment judged again offline, says how the verdict
-	// judged now compares with its saved verdict.json (SavedSame,
-	// SavedDiffers, SavedAbsent); empty when nothing was compared.
-	Saved string `json:"-"`
-}
-
-// How a verdict judged again compares with the saved one
-// (ExperimentResult.Saved).
-const (
-	SavedSame    = "same"
-	SavedDiffers = "differs"
-	SavedAbsent  = "absent"
-)
-
-// Label names the result in tables: the experiment's name, and for a
-// repetition its number ("reset-storm #3").
-func (x *ExperimentResult) Label() string {
-	if x.Repetition == 0 {
-		return x.Name
-	}
-	return fmt.Sprintf("%s #%d", x.Name, x.Repetition)
-}
-
-// Outcome classifies a run for its exit code.
-type Outcome int
-
-// Outcomes, from best to worst.
-const (
-	AllMet       Outcome = iota // every expectation met
-	Inconclusive                // some experiment was inconclusive where a verdict was expected
-	NotMet                      // some expectation not met
-	HarnessError                // the harness failed on some experiment
-)
-
-// Outcome is the worst outcome of the run's experiments.
-func (r *Run) Outcome() Outcome {
-	worst := AllMet
-	for _, x := range r.Results {
-		o := AllMet
-		switch {
-		case x.Verdict == nil:
-			o = HarnessError
-		case x.Met:
-		case x.Partial != "": // cut short: the verdict says nothing of the fault
-			o = NotMet
-		case x.Verdict.Verdict == check.Inconclusive:
-			o = Inconclusive
-		default:
-			o = NotMet
-		}
-		worst = max(worst, o)
-	}
-	return worst
+	// (results.Shard.Select makes the share).
+	Shard results.Shard
 }
 
 // Execute runs the plans and writes the results folder. It returns an error
@@ -159,7 +57,7 @@ func (r *Run) Outcome() Outcome {
 // Without Options.NewRuntime, agents run on the local runtime as child
 // processes of this very executable, started with "agent ROLE ...": a test
 // binary serves as them when its TestMain calls roles.RunIfAgent.
-func Execute(ctx context.Context, opts Options, plans []*spec.Plan) (*Run, error) {
+func Execute(ctx context.Context, opts Options, plans []*spec.Plan) (*results.Run, error) {
 	if opts.NewRuntime == nil {
 		f, err := LocalRuntime()
 		if err != nil {
@@ -167,7 +65,7 @@ func Execute(ctx context.Context, opts Options, plans []*spec.Plan) (*Run, error
 		}
 		opts.NewRuntime, opts.Runtime = f, cmp.Or(opts.Runtime, "local")
 	}
-	run := &Run{ID: newRunID(), Runtime: opts.Runtime, Parallel: max(opts.Parallel, 1), Started: time.Now(),
+	run := &results.Run{ID: results.NewRunID(), Runtime: opts.Runtime, Parallel: max(opts.Parallel, 1), Started: time.Now(),
 		Shard: opts.Shard.String()}
 	if opts.Repeat > 1 {
 		run.Repeat = opts.Repeat
@@ -185,7 +83,7 @@ func Execute(ctx context.Context, opts Options, plans []*spec.Plan) (*Run, error
 	for i, j := range jobs {
 		prog.names[i] = j.folder()
 	}
-	run.Results = make([]*ExperimentResult, len(jobs))
+	run.Results = make([]*results.ExperimentResult, len(jobs))
 	sem := make(chan struct{}, run.Parallel)
 	var wg sync.WaitGroup
 	for i, j := range jobs {
@@ -201,7 +99,7 @@ func Execute(ctx context.Context, opts Options, plans []*spec.Plan) (*Run, error
 	prog.close()
 	run.WallMS = time.Since(run.Started).Milliseconds()
 	run.Interrupted = errors.Is(ctx.Err(), context.Canceled)
-	return run, writeReports(run)
+	return run, results.WriteReports(run)
 }
 
 // job is one run of one plan: its repetition (0 when the plan runs once).
@@ -245,14 +143,14 @@ func (j job) folder() string {
 	return fmt.Sprintf("%s.r%0*d", j.plan.Experiment.Name, j.width, j.repetition)
 }
 
-func runOne(ctx context.Context, opts Options, run *Run, j job, prog *progress) *ExperimentResult {
+func runOne(ctx context.Context, opts Options, run *results.Run, j job, prog *progress) *results.ExperimentResult {
 	p, name, folder := j.plan, j.plan.Experiment.Name, j.folder()
 	dir := filepath.Join(run.Dir, folder)
 	clock := runclock.Start()
 	say := func(format string, args ...any) { prog.say(folder, clock, format, args...) }
-	fail := func(err error) *ExperimentResult {
+	fail := func(err error) *results.ExperimentResult {
 		say("harness error: %v", err)
-		return &ExperimentResult{Name: name, Repetition: j.repetition, Seed: p.Seed, Dir: dir, Expected: p.Expect.Verdict,
+		return &results.ExperimentResult{Name: name, Repetition: j.repetition, Seed: p.Seed, Dir: dir, Expected: p.Expect.Verdict,
 			Error: err.Error(), Wall: clock.Now()}
 	}
 	if ctx.Err() != nil {
@@ -277,10 +175,4 @@ func runOne(ctx context.Context, opts Options, run *Run, j job, prog *progress) 
 	}
 	say("verdict %s (expected %s): %s", res.Verdict.Verdict, res.Expected, mark)
 	return res
-}
-
-func newRunID() string {
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }

@@ -15,11 +15,12 @@ import (
 	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/local"
+	"github.com/chaosrun/chaosrun/harness/results"
 )
 
 // runForBench runs chaosrun with args (results under a fresh folder) and
 // returns the run it wrote.
-func runForBench(b *testing.B, args ...string) *harness.Run {
+func runForBench(b *testing.B, args ...string) *results.Run {
 	b.Helper()
 	out := b.TempDir()
 	var stdout strings.Builder
@@ -32,11 +33,11 @@ func runForBench(b *testing.B, args ...string) *harness.Run {
 		b.Fatalf("results: %v", err)
 	}
 	dir := filepath.Join(out, runs[0].Name())
-	raw, err := os.ReadFile(filepath.Join(dir, harness.RunFile))
+	raw, err := os.ReadFile(filepath.Join(dir, results.RunFile))
 	if err != nil {
 		b.Fatal(err)
 	}
-	var run harness.Run
+	var run results.Run
 	if err := json.Unmarshal(raw, &run); err != nil {
 		b.Fatal(err)
 	}

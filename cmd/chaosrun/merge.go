@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/matrix"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/spf13/cobra"
 )
 
@@ -31,8 +31,8 @@ the same rules as run's.` + exitCodes,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			run, err := harness.Merge(out, args)
-			if errors.Is(err, harness.ErrInvalidResults) {
+			run, err := results.Merge(out, args)
+			if errors.Is(err, results.ErrInvalidResults) {
 				return withCode(exitInvalid, err)
 			}
 			if err != nil {
@@ -51,7 +51,7 @@ the same rules as run's.` + exitCodes,
 
 // joinTables writes the merged run's matrix table when every run it
 // merged was a matrix run.
-func joinTables(run *harness.Run) error {
+func joinTables(run *results.Run) error {
 	var tables []*matrix.Table
 	for _, dir := range run.Merged {
 		t, err := matrix.LoadTable(dir)

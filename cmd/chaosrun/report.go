@@ -3,8 +3,9 @@ package main
 import (
 	"fmt"
 
-	"github.com/chaosrun/chaosrun/harness"
 	"github.com/spf13/cobra"
+
+	"github.com/chaosrun/chaosrun/harness/results"
 )
 
 func newReportCmd() *cobra.Command {
@@ -33,12 +34,12 @@ The summary says how many verdicts judged now match their saved verdict.json.` +
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			run, err := harness.RejudgeWith(args[0], harness.RejudgeOptions{Without: without})
+			run, err := results.RejudgeWith(args[0], results.RejudgeOptions{Without: without})
 			if err != nil {
 				return withCode(exitInvalid, err)
 			}
 			if html {
-				if err := harness.WriteHTML(run); err != nil {
+				if err := results.WriteHTML(run); err != nil {
 					return withCode(exitHarness, err)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/docker"
 	"github.com/chaosrun/chaosrun/harness/local"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/spf13/cobra"
 )
@@ -112,11 +113,11 @@ func (f *runFlags) overrides(cmd *cobra.Command) (spec.Overrides, error) {
 }
 
 // parsedShard is --shard, the whole set when it is not given.
-func (f *runFlags) parsedShard() (harness.Shard, error) {
+func (f *runFlags) parsedShard() (results.Shard, error) {
 	if f.shard == "" {
-		return harness.Shard{}, nil
+		return results.Shard{}, nil
 	}
-	s, err := harness.ParseShard(f.shard)
+	s, err := results.ParseShard(f.shard)
 	if err != nil {
 		return s, withCode(exitInvalid, fmt.Errorf("--shard: %w", err))
 	}
@@ -141,7 +142,7 @@ func (f *runFlags) run(cmd *cobra.Command, exps []*spec.Experiment) error {
 
 // execute runs the flags' shard of plans with their runtime, parallelism
 // and output.
-func (f *runFlags) execute(cmd *cobra.Command, all []*spec.Plan) (*harness.Run, error) {
+func (f *runFlags) execute(cmd *cobra.Command, all []*spec.Plan) (*results.Run, error) {
 	shard, _ := f.parsedShard() // checked by overrides
 	plans := shard.Select(all)
 	var problems []spec.Problem
@@ -207,8 +208,8 @@ func (f *runFlags) factory(cmd *cobra.Command) (harness.RuntimeFactory, error) {
 
 // finish prints the summary, copies the JUnit report if asked, and turns
 // the run's outcome into the exit code.
-func finish(cmd *cobra.Command, run *harness.Run, junit string) error {
-	if err := harness.WriteSummary(cmd.OutOrStdout(), run); err != nil {
+func finish(cmd *cobra.Command, run *results.Run, junit string) error {
+	if err := results.WriteSummary(cmd.OutOrStdout(), run); err != nil {
 		return withCode(exitHarness, err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "\nresults: %s\n", run.Dir)
@@ -216,7 +217,7 @@ func finish(cmd *cobra.Command, run *harness.Run, junit string) error {
 		return withCode(exitHarness, err)
 	}
 	if junit != "" {
-		b, err := os.ReadFile(filepath.Join(run.Dir, harness.JUnitFile))
+		b, err := os.ReadFile(filepath.Join(run.Dir, results.JUnitFile))
 		if err == nil {
 			err = os.MkdirAll(filepath.Dir(junit), 0o755)
 		}
@@ -231,11 +232,11 @@ func finish(cmd *cobra.Command, run *harness.Run, junit string) error {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted: the results so far are marked partial in %s; judge them with: chaosrun report %s", run.Dir, run.Dir))
 	}
 	switch run.Outcome() {
-	case harness.HarnessError:
+	case results.HarnessError:
 		return withCode(exitHarness, fmt.Errorf("the harness failed on some experiment (see %s)", run.Dir))
-	case harness.NotMet:
+	case results.NotMet:
 		return withCode(exitNotMet, fmt.Errorf("some expectations were not met"))
-	case harness.Inconclusive:
+	case results.Inconclusive:
 		return withCode(exitInconclusive, fmt.Errorf("some experiments were inconclusive: their faults never hit"))
 	}
 	return nil

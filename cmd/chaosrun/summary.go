@@ -5,13 +5,13 @@ import (
 	"io"
 	"os"
 
-	"github.com/chaosrun/chaosrun/harness"
+	"github.com/chaosrun/chaosrun/harness/results"
 )
 
 // appendStepSummary appends the run's summary to the file GitHub Actions
 // names in $GITHUB_STEP_SUMMARY, so the job's page shows it; elsewhere it
 // does nothing.
-func appendStepSummary(run *harness.Run) error {
+func appendStepSummary(run *results.Run) error {
 	path := os.Getenv("GITHUB_STEP_SUMMARY")
 	if path == "" {
 		return nil
@@ -20,7 +20,7 @@ func appendStepSummary(run *harness.Run) error {
 	if err != nil {
 		return fmt.Errorf("step summary: %w", err)
 	}
-	if err := harness.WriteSummary(f, run); err != nil {
+	if err := results.WriteSummary(f, run); err != nil {
 		f.Close()
 		return fmt.Errorf("step summary: %w", err)
 	}

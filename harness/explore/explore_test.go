@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/lab"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/roles"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/stretchr/testify/assert"
@@ -127,7 +127,7 @@ explore: {kinds: [reset, idle_timeout, partition], max_faults: 2, max_window: 30
 	require.NoError(t, err, "the minimal file is a valid experiment")
 	assert.Equal(t, "fail", x.Expect.Verdict)
 	assert.Contains(t, x.Expect.Violations, "no_duplicate_side_effects")
-	again, err := harness.Rejudge(filepath.Join(sum.Dir, lab.ExperimentsDir))
+	again, err := results.Rejudge(filepath.Join(sum.Dir, lab.ExperimentsDir))
 	require.NoError(t, err)
 	for _, r := range again.Results {
 		assert.True(t, r.Met || r.Error != "", "%s: %v", r.Name, r.Reasons)

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/chaosrun/chaosrun/harness"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/catalog"
@@ -40,7 +40,7 @@ func (r Run) Label() string { return r.Name + " (" + r.Runtime + ")" }
 // oracles here), reads the programs' own records, and holds the verdict
 // against them.
 func Check(dir, runtime string) (Run, error) {
-	x, err := spec.Load(filepath.Join(dir, harness.ExperimentFile))
+	x, err := spec.Load(filepath.Join(dir, results.ExperimentFile))
 	if err != nil {
 		return Run{}, err
 	}
@@ -59,7 +59,7 @@ func Check(dir, runtime string) (Run, error) {
 	}
 	run.Server, run.Client = server.Program, client.Program
 	run.Truth = Derive(server, client)
-	judged, err := harness.RejudgeWith(dir, harness.RejudgeOptions{Without: []string{harness.RecordLedger, harness.RecordHistory}})
+	judged, err := results.RejudgeWith(dir, results.RejudgeOptions{Without: []string{results.RecordLedger, results.RecordHistory}})
 	if err != nil {
 		return run, err
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaosrun/chaosrun/harness"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/catalog"
@@ -175,7 +175,7 @@ func runBatch(t *testing.T, chaosrun, work, runtime string, parallel int, files 
 	case err != nil:
 		t.Fatalf("chaosrun %s: %v\n%s", strings.Join(args, " "), err, output)
 	}
-	folders, err := filepath.Glob(filepath.Join(out, "*", "*", harness.ExperimentFile))
+	folders, err := filepath.Glob(filepath.Join(out, "*", "*", results.ExperimentFile))
 	require.NoError(t, err)
 	slices.Sort(folders)
 	require.Len(t, folders, len(files), "one results folder per experiment:\n%s", output)
@@ -199,7 +199,7 @@ func TestCorpusOffline(t *testing.T) {
 	if dir == "" {
 		t.Skip("CHAOSRUN_CORPUS_RECHECK names no saved corpus run")
 	}
-	folders, err := filepath.Glob(filepath.Join(dir, "results-*", "*", "*", harness.ExperimentFile))
+	folders, err := filepath.Glob(filepath.Join(dir, "results-*", "*", "*", results.ExperimentFile))
 	require.NoError(t, err)
 	require.NotEmpty(t, folders, "%s holds no corpus results", dir)
 	slices.Sort(folders)

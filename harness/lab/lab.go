@@ -5,7 +5,7 @@
 // run, its experiment.yaml carries the verdict it reached as its expect:
 // block, so `chaosrun report` judges it again from its records and says
 // whether they still give that verdict. [Lab.Finish] joins every run into
-// one run folder (harness.Merge) with one summary, JUnit report and index.
+// one run folder (results.Merge) with one summary, JUnit report and index.
 //
 // What a caller measures comes from an [Outcome]: the records the run
 // wrote (wire.jsonl, ledger.jsonl, faults.jsonl) and the verdict, never the
@@ -27,6 +27,7 @@ import (
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/sideeffects/wire"
@@ -161,7 +162,7 @@ func (l *Lab) Run(ctx context.Context, x *Experiment) (*Outcome, error) {
 // reads as met and a later judgement says whether its records still give
 // that verdict. A verdict no experiment may expect (workload_error) is left
 // unmet.
-func keepFound(run *harness.Run, x *Experiment) error {
+func keepFound(run *results.Run, x *Experiment) error {
 	res := run.Results[0]
 	switch res.Verdict.Verdict {
 	case check.Pass, check.Fail, check.Inconclusive:
@@ -173,7 +174,7 @@ func keepFound(run *harness.Run, x *Experiment) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(res.Dir, harness.ExperimentFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(res.Dir, results.ExperimentFile), b, 0o644); err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
 	res.Expected, res.Met, res.Reasons = res.Verdict.Verdict, true, nil
@@ -184,18 +185,18 @@ func keepFound(run *harness.Run, x *Experiment) error {
 	if err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
-	return os.WriteFile(filepath.Join(run.Dir, harness.RunFile), append(out, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(run.Dir, results.RunFile), append(out, '\n'), 0o644)
 }
 
 // Finish joins every run the lab made into one run folder, Out/ExperimentsDir,
 // and points the outcomes' Dir there. With nothing run it does nothing.
-func (l *Lab) Finish(outcomes []*Outcome) (*harness.Run, error) {
+func (l *Lab) Finish(outcomes []*Outcome) (*results.Run, error) {
 	runs := filepath.Join(l.Out, runsDir)
 	if _, err := os.Stat(runs); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	tmp := filepath.Join(l.Out, ".merge")
-	merged, err := harness.Merge(tmp, []string{runs})
+	merged, err := results.Merge(tmp, []string{runs})
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
@@ -222,12 +223,12 @@ func (l *Lab) Finish(outcomes []*Outcome) (*harness.Run, error) {
 }
 
 // rewriteRun saves run.json again with the folders where they now are.
-func rewriteRun(run *harness.Run) error {
+func rewriteRun(run *results.Run) error {
 	b, err := json.MarshalIndent(run, "", "  ")
 	if err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
-	return os.WriteFile(filepath.Join(run.Dir, harness.RunFile), append(b, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(run.Dir, results.RunFile), append(b, '\n'), 0o644)
 }
 
 // Say writes one progress line, when w is not nil.

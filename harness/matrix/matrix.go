@@ -32,7 +32,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/chaosrun/chaosrun/harness"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"gopkg.in/yaml.v3"
@@ -382,7 +382,7 @@ func contains(list []string, s string) bool {
 // Shard returns the matrix with only the cells of shard s, chosen by their
 // experiments' names as s.Select chooses plans: the cells of m.Shard(s)
 // are those whose plans s.Select(m.Plans(o)) keeps, in the same order.
-func (m *Matrix) Shard(s harness.Shard) *Matrix {
+func (m *Matrix) Shard(s results.Shard) *Matrix {
 	names := make([]string, len(m.Cells))
 	for i, c := range m.Cells {
 		names[i] = c.Experiment.Name

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/targets/client"
 	"github.com/chaosrun/chaosrun/targets/server"
@@ -109,13 +109,13 @@ func TestLoadProblemsPointIntoTheMatrixFile(t *testing.T) {
 func TestTabulateAndMarkdown(t *testing.T) {
 	m, err := Load(write(t, small))
 	require.NoError(t, err)
-	results := []*harness.ExperimentResult{
+	res := []*results.ExperimentResult{
 		{Expected: check.Pass, Met: true, Verdict: &check.Verdict{Verdict: check.Pass, Violations: []string{}}},
 		{Expected: check.Pass, Met: true, Verdict: &check.Verdict{Verdict: check.Pass, Violations: []string{}, Figures: check.Figures{CallsUnknown: 1}}},
 		{Expected: check.Fail, Met: true, Verdict: &check.Verdict{Verdict: check.Fail, Violations: []string{check.NoDuplicateSideEffects}}},
 		{Expected: check.Fail, Error: "server did not start"},
 	}
-	table, err := Tabulate(m, &harness.Run{ID: "r1", Runtime: "local", Results: results}, map[string]string{"go-sdk": "v1.8.0"})
+	table, err := Tabulate(m, &results.Run{ID: "r1", Runtime: "local", Results: res}, map[string]string{"go-sdk": "v1.8.0"})
 	require.NoError(t, err)
 	var b bytes.Buffer
 	require.NoError(t, table.WriteMarkdown(&b))
@@ -130,7 +130,7 @@ func TestTabulateAndMarkdown(t *testing.T) {
 	assert.FileExists(t, filepath.Join(dir, MarkdownFile))
 	assert.FileExists(t, filepath.Join(dir, JSONFile))
 
-	_, err = Tabulate(m, &harness.Run{Results: results[:1]}, nil)
+	_, err = Tabulate(m, &results.Run{Results: res[:1]}, nil)
 	require.Error(t, err)
 }
 

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
 )
 
@@ -82,7 +82,7 @@ func TestLoadWithProtocols(t *testing.T) {
 	assert.Contains(t, m.NotRun, NotRun{Scenario: "idle", Protocol: "2025-11-25", Why: "needs a closed response stream to cancel its call, which 2025-11-25 does not do"})
 
 	covered := 0
-	for _, s := range []harness.Shard{{Index: 1, Count: 2}, {Index: 2, Count: 2}} {
+	for _, s := range []results.Shard{{Index: 1, Count: 2}, {Index: 2, Count: 2}} {
 		part := m.Shard(s)
 		covered += len(part.Cells)
 		assert.Len(t, s.Select(m.Plans(spec.Overrides{})), len(part.Cells), "a shard of the cells is the shard of their plans")
@@ -90,9 +90,9 @@ func TestLoadWithProtocols(t *testing.T) {
 	}
 	assert.Equal(t, len(m.Cells), covered)
 
-	run := &harness.Run{ID: "r", Runtime: "local"}
+	run := &results.Run{ID: "r", Runtime: "local"}
 	for _, c := range m.Cells {
-		run.Results = append(run.Results, &harness.ExperimentResult{Name: c.Experiment.Name, Expected: c.Experiment.Expect.Verdict, Met: true,
+		run.Results = append(run.Results, &results.ExperimentResult{Name: c.Experiment.Name, Expected: c.Experiment.Expect.Verdict, Met: true,
 			Verdict: &check.Verdict{Verdict: c.Experiment.Expect.Verdict, Violations: []string{}}})
 	}
 	table, err := Tabulate(m, run, nil)

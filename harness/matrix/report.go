@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/results"
 )
 
 // Files a matrix run writes into its run folder, beside the run's own.
@@ -66,7 +66,7 @@ type CellResult struct {
 
 // Tabulate pairs the matrix's cells with the run's results (in the same
 // order, as Plans made them).
-func Tabulate(m *Matrix, run *harness.Run, versions map[string]string) (*Table, error) {
+func Tabulate(m *Matrix, run *results.Run, versions map[string]string) (*Table, error) {
 	if len(run.Results) != len(m.Cells) {
 		return nil, fmt.Errorf("matrix %s: %d results for %d cells", m.Name, len(run.Results), len(m.Cells))
 	}
@@ -227,9 +227,9 @@ func LoadTable(dir string) (*Table, error) {
 }
 
 // Join makes one table of the tables of shards of one matrix, for the run
-// that merged them (harness.Merge): its cells are theirs, their folders
+// that merged them (results.Merge): its cells are theirs, their folders
 // where the merged run copied them.
-func Join(tables []*Table, merged *harness.Run) (*Table, error) {
+func Join(tables []*Table, merged *results.Run) (*Table, error) {
 	if len(tables) == 0 {
 		return nil, fmt.Errorf("matrix: no tables to join")
 	}

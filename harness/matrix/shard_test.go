@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/check"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,17 +20,17 @@ func TestShardsOfCellsAgreeWithShardsOfPlans(t *testing.T) {
 	require.NoError(t, err)
 	var tables []*Table
 	seen := map[string]bool{}
-	for _, s := range []harness.Shard{{Index: 1, Count: 3}, {Index: 2, Count: 3}, {Index: 3, Count: 3}} {
+	for _, s := range []results.Shard{{Index: 1, Count: 3}, {Index: 2, Count: 3}, {Index: 3, Count: 3}} {
 		t.Run(s.String(), func(t *testing.T) {
 			part := m.Shard(s)
 			plans := s.Select(m.Plans(spec.Overrides{}))
 			require.Len(t, part.Cells, len(plans))
-			run := &harness.Run{ID: "shard", Dir: "shard", Runtime: "local"}
+			run := &results.Run{ID: "shard", Dir: "shard", Runtime: "local"}
 			for i, c := range part.Cells {
 				assert.Equal(t, c.Experiment.Name, plans[i].Experiment.Name)
 				assert.False(t, seen[c.Experiment.Name], "one shard per cell")
 				seen[c.Experiment.Name] = true
-				run.Results = append(run.Results, &harness.ExperimentResult{Name: c.Experiment.Name, Dir: filepath.Join("shard", c.Experiment.Name),
+				run.Results = append(run.Results, &results.ExperimentResult{Name: c.Experiment.Name, Dir: filepath.Join("shard", c.Experiment.Name),
 					Expected: plans[i].Expect.Verdict, Met: plans[i].Expect.Verdict == check.Pass, Verdict: &check.Verdict{Verdict: check.Pass, Violations: []string{}}})
 			}
 			table, err := Tabulate(part, run, nil)
@@ -43,9 +43,9 @@ func TestShardsOfCellsAgreeWithShardsOfPlans(t *testing.T) {
 		})
 	}
 	assert.Len(t, seen, len(m.Cells), "the shards cover the matrix")
-	assert.Len(t, m.Shard(harness.Shard{}).Cells, len(m.Cells))
+	assert.Len(t, m.Shard(results.Shard{}).Cells, len(m.Cells))
 
-	whole, err := Join(tables, &harness.Run{ID: "merged", Dir: "merged", Runtime: "local"})
+	whole, err := Join(tables, &results.Run{ID: "merged", Dir: "merged", Runtime: "local"})
 	require.NoError(t, err)
 	assert.Len(t, whole.Cells, len(m.Cells))
 	assert.Empty(t, whole.Shard)
@@ -59,6 +59,6 @@ func TestShardsOfCellsAgreeWithShardsOfPlans(t *testing.T) {
 
 	other := *tables[0]
 	other.Name = "other"
-	_, err = Join([]*Table{tables[0], &other}, &harness.Run{})
+	_, err = Join([]*Table{tables[0], &other}, &results.Run{})
 	assert.ErrorContains(t, err, "two matrices")
 }

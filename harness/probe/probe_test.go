@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/lab"
+	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,7 +31,7 @@ func TestReferenceRetentionInEvents(t *testing.T) {
 	// Every check links experiments that `chaosrun report` judges again
 	// to the verdict they were saved with.
 	require.NotEmpty(t, ret.Experiments)
-	again, err := harness.Rejudge(filepath.Join(rep.Dir, lab.ExperimentsDir))
+	again, err := results.Rejudge(filepath.Join(rep.Dir, lab.ExperimentsDir))
 	require.NoError(t, err)
 	for _, r := range again.Results {
 		assert.True(t, r.Met, "%s: %v %s", r.Name, r.Reasons, r.Error)

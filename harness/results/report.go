@@ -1,4 +1,4 @@
-package harness
+package results
 
 import (
 	"encoding/json"
@@ -13,19 +13,25 @@ import (
 	"github.com/chaosrun/chaosrun/harness/check"
 )
 
-// Files of a run folder.
+// ExperimentFile is the experiment as run, in its result folder besides the
+// checker's files.
+const ExperimentFile = "experiment.yaml"
+
+// The files of a run's folder.
 const (
 	RunFile     = "run.json"
 	SummaryFile = "summary.md"
 	JUnitFile   = "junit.xml"
 )
 
-func writeReports(run *Run) error {
+// WriteReports writes the run's summary, JUnit report, run.json and pages
+// into its folder.
+func WriteReports(run *Run) error {
 	run.Tallies = nil
 	if run.Repeated() {
 		run.Tallies = run.TallyRuns()
 	}
-	if err := writeJSON(filepath.Join(run.Dir, RunFile), run); err != nil {
+	if err := WriteJSON(filepath.Join(run.Dir, RunFile), run); err != nil {
 		return err
 	}
 	if err := writeFile(filepath.Join(run.Dir, SummaryFile), func(w io.Writer) error { return WriteSummary(w, run) }); err != nil {
@@ -322,7 +328,8 @@ func evidence(v *check.Verdict) string {
 	return b.String()
 }
 
-func writeJSON(path string, v any) error {
+// WriteJSON writes a file of a results folder as indented JSON.
+func WriteJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package harness
+package results
 
 import (
 	"fmt"
@@ -9,9 +9,9 @@ import (
 	"github.com/chaosrun/chaosrun/harness/timeline"
 )
 
-// writeTimeline writes res's timeline.html into its folder, drawn from in
+// WriteTimeline writes res's timeline.html into its folder, drawn from in
 // (the records it was judged on) and res's verdict.
-func writeTimeline(res *ExperimentResult, in check.Input) error {
+func WriteTimeline(res *ExperimentResult, in check.Input) error {
 	x := timeline.Experiment{Name: res.Name, Expected: res.Expected, Met: res.Met, Reasons: res.Reasons,
 		Partial: res.Partial, Input: in, Verdict: *res.Verdict}
 	if saved, err := spec.Load(filepath.Join(res.Dir, ExperimentFile)); err == nil {
@@ -50,7 +50,7 @@ func WriteHTML(run *Run) error {
 		if err != nil {
 			return fmt.Errorf("html: %w", err)
 		}
-		if err := writeTimeline(r, in); err != nil {
+		if err := WriteTimeline(r, in); err != nil {
 			return fmt.Errorf("html: %w", err)
 		}
 	}

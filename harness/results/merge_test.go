@@ -1,4 +1,4 @@
-package harness
+package results
 
 import (
 	"encoding/xml"
@@ -30,7 +30,7 @@ func saveShard(t *testing.T, root, shard string, names []string, unmet ...string
 		}
 		run.Results = append(run.Results, res)
 	}
-	require.NoError(t, writeReports(run))
+	require.NoError(t, WriteReports(run))
 	return root // a shard's --out: the run folder is inside
 }
 
@@ -91,7 +91,7 @@ func TestMergeKeepsAHarnessErrorThatLeftNoFolder(t *testing.T) {
 	run.Results = append(run.Results, &ExperimentResult{Name: "bravo", Dir: filepath.Join(run.Dir, "bravo"),
 		Expected: check.Pass, Error: "not started: docker runtime: no daemon"})
 	require.NoError(t, os.MkdirAll(run.Dir, 0o755))
-	require.NoError(t, writeReports(run))
+	require.NoError(t, WriteReports(run))
 	require.NoDirExists(t, filepath.Join(run.Dir, "bravo"), "the runtime failed before the folder was made")
 
 	merged, err := Merge(t.TempDir(), []string{one, root})
@@ -151,7 +151,7 @@ func saveBatch(t *testing.T, started time.Time, n int, names []string, unmet ...
 			run.Results = append(run.Results, res)
 		}
 	}
-	require.NoError(t, writeReports(run))
+	require.NoError(t, WriteReports(run))
 	return root
 }
 

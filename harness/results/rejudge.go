@@ -1,4 +1,4 @@
-package harness
+package results
 
 import (
 	"bytes"
@@ -124,7 +124,7 @@ func rejudgeOne(dir string, o RejudgeOptions) (*ExperimentResult, error) {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	res := &ExperimentResult{Name: x.Name, Dir: dir, Expected: x.Expect.Verdict}
-	partial, err := loadPartial(dir)
+	partial, err := LoadPartial(dir)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
@@ -157,7 +157,7 @@ func rejudgeOne(dir string, o RejudgeOptions) (*ExperimentResult, error) {
 	res.Met, res.Reasons = x.Expectation().Match(v)
 	res.Wall = time.Duration(v.Figures.WallMS) * time.Millisecond
 	if partial != "" {
-		defer markPartial(res, partial)
+		defer MarkPartial(res, partial)
 	}
 	saved, err := os.ReadFile(filepath.Join(dir, check.VerdictFile))
 	switch {

@@ -1,4 +1,4 @@
-package harness
+package results
 
 import (
 	"encoding/json"
@@ -84,7 +84,7 @@ func Merge(out string, dirs []string) (*Run, error) {
 		}
 		r.Dir = dst
 	}
-	return merged, writeReports(merged)
+	return merged, WriteReports(merged)
 }
 
 // findRuns returns dir if it is a run's folder, else the run folders in it.
@@ -271,7 +271,7 @@ func overlappingParallel(runs []*Run) int {
 // repetition as one run of them all lists them; folders names the results
 // whose folder in the merged run is not their own (see renumber).
 func join(out string, runs []*Run, folders map[*ExperimentResult]string) (*Run, error) {
-	m := &Run{ID: newRunID(), Repeat: runs[0].Repeat, Started: runs[0].Started}
+	m := &Run{ID: NewRunID(), Repeat: runs[0].Repeat, Started: runs[0].Started}
 	m.Dir = filepath.Join(out, m.ID)
 	var runtimes []string
 	var end time.Time            // when the last of the runs ended

@@ -1,8 +1,7 @@
-package harness
+package results
 
 import (
 	"bytes"
-	"context"
 	"encoding/xml"
 	"os"
 	"path/filepath"
@@ -89,20 +88,6 @@ func TestJUnitHasOneCasePerExperiment(t *testing.T) {
 		_, err := strconv.ParseFloat(c.Time, 64)
 		assert.NoError(t, err, "%s: time %q is a number, a harness error's too", c.Name, c.Time)
 	}
-}
-
-func TestDueTrackerWaitsForEveryInjectionAtStart(t *testing.T) {
-	plan := []faults.Injection{{Index: 0, Kind: "idle_timeout"}, {Index: 1, Kind: "reset", At: time.Second},
-		{Index: 2, Kind: "latency"}}
-	d := newDueTracker(plan)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	d.seen(faults.Event{Phase: faults.PhaseInjected, Index: 0})
-	d.seen(faults.Event{Phase: faults.PhaseHealed, Index: 2}) // not an injection
-	require.ErrorIs(t, d.wait(ctx), context.DeadlineExceeded, "injection 2 is still due")
-	d.seen(faults.Event{Phase: faults.PhaseFailed, Index: 2})
-	require.NoError(t, d.wait(context.Background()))
-	require.NoError(t, newDueTracker(nil).wait(context.Background()), "nothing due: no wait")
 }
 
 const savedExperiment = `name: saved

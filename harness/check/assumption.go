@@ -35,7 +35,9 @@ const BreakGrace = 5 * time.Second
 // has a window [start_us, end_us] overlapping a call in flight (from its
 // first invoke to its outcome, or to the end of the run if it has none), and
 // that call's client saw its stream break during the call, inside the
-// fault's window or within BreakGrace after it.
+// fault's window or within BreakGrace after it; or a connection of a client
+// judged from the wire was cut before its request crossed, inside that
+// window: a request it made failed under the fault.
 func faultHit(in Input, order []int, calls []Call, lines historyLines) Result {
 	breaks := breaksOf(in.History, order, in.ClientExit)
 	var ev evidence
@@ -48,7 +50,12 @@ func faultHit(in Input, order []int, calls []Call, lines historyLines) Result {
 		}
 		injected++
 		overlaps, c, b := faultOnCalls(f, calls, breaks)
+		cut := cutInWindow(in.History, f)
 		switch {
+		case b == nil && cut > 0:
+			hit++
+			ev.add("%s cut a connection of the client's before its request crossed (%s): a request it made failed under the fault, though which call the wire cannot say",
+				describe(f, i+1), lines.many(cut))
 		case b != nil:
 			hit++
 			where := citation{text: ClientExitFile, refs: []Ref{{File: RefExit}}}
@@ -77,6 +84,26 @@ func faultHit(in Input, order []int, calls []Call, lines historyLines) Result {
 		summary = "no fault window overlapped a call in flight"
 	}
 	return ev.result(FaultHit, hit > 0, summary)
+}
+
+// cutInWindow returns the line of the first break of no call in the
+// history (a connection of a client judged from the wire that the fault's
+// side cut before any request crossed it: tohistory.go) inside the fault's
+// window or within BreakGrace after it, or 0.
+func cutInWindow(hist []history.Record, f *faults.Entry) int {
+	end := f.EndUS
+	if end < f.StartUS {
+		end = math.MaxInt64
+	} else {
+		end += BreakGrace.Microseconds()
+	}
+	for i := range hist {
+		h := &hist[i]
+		if h.Kind == history.KindStreamBreak && h.Call == "" && h.RequestID == "" && h.TUS >= f.StartUS && h.TUS <= end {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // faultOnCalls returns how many calls the fault's window overlaps and the

@@ -185,3 +185,23 @@ func TestAConnectionCutBeforeItsRequestIsABreak(t *testing.T) {
 	assert.True(t, hit.Held(), hit.Summary)
 	assert.Contains(t, hit.Evidence[0].Text, "stream_break reset")
 }
+
+// The same cut among calls that are each their own (no key) and all
+// answered: no call the wire saw was in flight, yet a request of the
+// client's failed under the fault, and the fault hit.
+func TestACutBeforeAnyRequestHitsEvenWithNoCallInFlight(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", false, result("1", false))
+	w.at(0.5).post("sA", toolsCall("2", "cityTime", `{"city":"nyc"}`)).answer(200, "", false, result("2", false))
+	recs := mirrored(w.recs)
+	recs = append(recs, wire.Record{N: int64(len(recs) + 1), TUS: 1_300_000, Edge: wire.EdgeClient, Conn: 99, Kind: wire.KindOpen},
+		wire.Record{N: int64(len(recs) + 2), TUS: 1_300_100, Edge: wire.EdgeClient, Conn: 99, Kind: wire.KindClose, End: wire.EndRST, By: wire.SideServer,
+			Detail: "dial: connect: connection refused"})
+	in := Input{Wire: recs}
+	in.Faults = []faults.Entry{{Index: 0, Kind: faults.KindCrash, Target: "server", StartUS: 1_200_000, EndUS: 1_400_000}}
+	v := Judge(in)
+	hit, _ := v.Result(FaultHit)
+	assert.True(t, hit.Held(), hit.Summary)
+	assert.Contains(t, hit.Evidence[0].Text, "before its request crossed")
+	assert.NotEqual(t, Inconclusive, v.Verdict)
+}

@@ -424,12 +424,16 @@ func (d *derivedHistory) closed(r *wire.Record) {
 // cutEmpty records a connection the client opened and the proxy's side
 // cut before any request crossed it (an upstream it could not dial, a
 // reset): the client's process saw a request of its fail, though which
-// logical client's the wire cannot say, so it is a break of every client
-// that has made a call, as a client's death is.
+// call, and which logical client's, the wire cannot say. It is a break of
+// no call, named for every client that has made a call (as a client's
+// death is), or for none before any call.
 func (d *derivedHistory) cutEmpty(r *wire.Record, reason string) {
 	clients := map[string]bool{}
 	for _, c := range d.byOp {
 		clients[c.client] = true
+	}
+	if len(clients) == 0 {
+		clients[""] = true
 	}
 	for _, client := range slices.Sorted(maps.Keys(clients)) {
 		d.add(r, history.Record{Kind: history.KindStreamBreak, Client: client, Reason: reason,

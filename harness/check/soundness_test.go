@@ -92,6 +92,48 @@ func TestAFigureFromPartialSightSaysItIsALowerBound(t *testing.T) {
 	assert.Contains(t, reasons[len(reasons)-1], "not proven")
 }
 
+// Dense ids carried across a resume prove what the server numbered, not
+// what it emitted: mcp-go queues a call's notifications while no stream
+// carries it and refuses them once the queue is full, before they get an
+// id. A resume that replays every id up to the result is therefore no proof
+// that nothing was lost; the server's ledger, where there is one, says.
+func TestDenseIdsAcrossAResumeProveNoMoreThanWhatWasNumbered(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", false, result("1", false))
+	w.at(0.1).post("sA", toolsCall("2", "chatty", `{"events":6}`)).answer(200, "", true)
+	w.event("1", progress("2", 1, 6)).event("2", progress("2", 2, 6)).cut()
+	w.at(100).get("sA", "2").answer(200, "", true)
+	w.event("3", progress("2", 3, 6)).event("4", progress("2", 4, 6)).event("5", result("2", false))
+	r := newRun().fault("partition", "proxy", 10, 90)
+	r.at(0).clientStart("c1", "fresh").sessionNew("c1", "sA").invoke("c1", "chat", "chatty", "sA", "2", 1)
+	r.event("c1", "chat", "sA", "2", 1, 1).event("c1", "chat", "sA", "2", 2, 2)
+	r.at(10).broke("c1", "chat", "sA", "2", "reset")
+	r.at(100).reconnect("c1", "chat", "sA", "2", 2, "ok").resume("c1", "chat", "sA", "2", 2)
+	r.event("c1", "chat", "sA", "2", 3, 3).event("c1", "chat", "sA", "2", 4, 4).outcome(history.KindOK, "c1", "chat", "sA", "2", 5)
+	r.in.Wire = w.recs
+	v := Judge(r.in)
+	loss, _ := v.Result(NoSilentEventLoss)
+	assert.Equal(t, CannotTell, loss.Status, loss.Summary)
+	assert.Contains(t, loss.Evidence[0].Text, "ids number only the events the server kept")
+	assert.Equal(t, int64(4), v.Figures.EventsEmitted)
+	assert.Equal(t, LowerBound, v.Provenance["events_emitted"].Kind)
+
+	// The server's ledger saw the tool emit six: two were never numbered.
+	// The ledger's account stands, and the wire does not disagree: it
+	// could not tell.
+	for seq := int64(1); seq <= 6; seq++ {
+		stream := "post"
+		if seq > 2 {
+			stream = "get"
+		}
+		r.in.Ledger = append(r.in.Ledger, sideeffects.Record{Kind: sideeffects.KindEventEmitted, Session: "sA", Client: "c1", RequestID: "2", Tool: "chatty", Stream: stream, Seq: seq})
+	}
+	v = Judge(r.in)
+	loss, _ = v.Result(NoSilentEventLoss)
+	assert.Equal(t, Violated, loss.Status, loss.Summary)
+	assert.Empty(t, loss.Disagreement)
+}
+
 // A reset before the response's first byte breaks the call as surely as
 // one after: the fault hit it.
 func TestABreakBeforeTheResponseIsABreak(t *testing.T) {

@@ -38,10 +38,15 @@ import (
 // session uses, as "STREAM_7") or the session had no other stream that
 // could have taken them while this one was away. Then a resume that starts
 // past the last id carried before the break proves the ids between were
-// emitted and never carried, and they are derived as events. Otherwise the
-// stream's sight is partial: its emitted count is a lower bound, and
-// whether events were lost silently across the break cannot be told when
-// the client went on to receive more of it.
+// emitted and never carried, and they are derived as events: lost, when the
+// client went on past them. Ids prove no more than that: they number what
+// the server kept for a resume, and a server may emit events it never
+// numbers (mcp-go queues a call's notifications while no stream carries it
+// and refuses them once the queue is full, before they get an id). So the
+// sight of a stream that broke before its result is always partial: its
+// emitted count is a lower bound, and when the ids prove no loss, whether
+// events were lost silently across the break cannot be told if the client
+// went on to receive more of it.
 
 // edgeEvent is one SSE event of a call's stream as the server edge carried
 // it.
@@ -244,9 +249,11 @@ func (d *derivedLedger) sight(c *wireCall, evs []edgeEvent, carried, numbered bo
 	case !numbered:
 		s.Partial = why + ", and its events carry no ids that tell what the server emitted while it was away"
 	default:
-		if reason := d.proveGaps(c, evs); reason != "" {
-			s.Partial = why + ", and its event ids do not prove what the server emitted while it was away: " + reason
+		reason := d.proveGaps(c, evs)
+		if reason == "" {
+			reason = "ids number only the events the server kept for a resume, and a server may emit events it never numbers (one that queues a call's notifications while no stream carries it and refuses them once the queue is full does)"
 		}
+		s.Partial = why + ", and its event ids do not prove what the server emitted while it was away: " + reason
 	}
 	return s
 }

@@ -84,9 +84,14 @@ func (e *experiment) steps(ctx context.Context) (*results.ExperimentResult, erro
 	if err := e.startTopology(ctx); err != nil {
 		return nil, err
 	}
+	stopSampling := e.sampleServers(ctx)
+	defer stopSampling() // on the error paths; the way through checks its error below
 	wall, err := e.drive(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if err := stopSampling(); err != nil {
+		return nil, fmt.Errorf("sample the server: %w", err)
 	}
 	if err := e.collect(ctx); err != nil {
 		return nil, err

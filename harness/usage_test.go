@@ -31,4 +31,19 @@ func TestUsageOfEveryAgent(t *testing.T) {
 		assert.Positive(t, u.PeakRSSKiB, "%s's peak memory is measured", u.Agent)
 	}
 	assert.Equal(t, []string{"ledger", "server", "proxy", "client"}, agents)
+
+	f, err := os.Open(filepath.Join(run.Results[0].Dir, harness.SamplesFile))
+	require.NoError(t, err)
+	defer f.Close()
+	samples, err := harness.ReadSamples(f)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(samples), 2, "the server is sampled as it starts, every second, and as the workload ends")
+	for i, s := range samples {
+		assert.Equal(t, "server", s.Agent)
+		assert.Positive(t, s.RSSKiB)
+		assert.Positive(t, s.FDs)
+		if i > 0 {
+			assert.Greater(t, s.TUS, samples[i-1].TUS, "samples are in the order taken, on the run's clock")
+		}
+	}
 }

@@ -24,12 +24,13 @@ type exploreFlags struct {
 	repeats, shrinkRuns, reproduce int
 	out                            string
 	quiet                          bool
+	soak                           time.Duration
 }
 
 func newExploreCmd() *cobra.Command {
 	var f exploreFlags
 	cmd := &cobra.Command{
-		Use:   "explore BASE.yaml (--runs N | --for 30m)",
+		Use:   "explore BASE.yaml (--runs N | --for 30m | --soak 10m)",
 		Short: "Draw fault schedules for an experiment's targets and workload, and shrink every violation to a minimal experiment file",
 		Long: `Explore takes an experiment (its targets and workload) and runs it under fault schedules drawn
 from the whole catalogue: kinds, parameters, times and protocol triggers, several faults
@@ -40,6 +41,12 @@ same invariant stays violated on K runs, writes the minimal schedule as a ready-
 experiment file (expect: set to what it found) under OUT/explore-<id>/findings/, and runs it again
 --reproduce times. Distinct findings (different violated invariants) are kept apart. The same seed
 draws the same schedules.
+
+--soak D keeps one long workload running instead: the file's calls made again and again for D
+(each repeat a new operation), under a random schedule of one fault per four max_window of it,
+and reports the server's resident memory, open descriptors (sampled every second, on the local
+runtime) and connections at its edge over time, in OUT/soak-<id>/soak.md. Memory that kept
+growing and descriptors left open once every call settled are findings, as violations are.
 
 Exit codes: 0 nothing found, 1 some finding, 3 invalid input, 4 the harness failed.`,
 		Args: cobra.ExactArgs(1),
@@ -58,12 +65,22 @@ Exit codes: 0 nothing found, 1 some finding, 3 invalid input, 4 the harness fail
 	fl.IntVar(&f.reproduce, "reproduce", 10, "runs of each minimal file, to count how often it reproduces")
 	fl.StringVar(&f.out, "out", "results", "results root; the exploration writes OUT/explore-<id>/")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress lines")
+	fl.DurationVar(&f.soak, "soak", 0, "run one workload this long (wall time) under a random schedule and report the server's memory, descriptors and connections over time")
+	cmd.Example = `  chaosrun explore experiments/double-charge-lb-idle.yaml --runs 50
+  chaosrun explore base.yaml --for 30m --parallel 2 --seed 7
+  chaosrun explore base.yaml --soak 10m`
 	return cmd
 }
 
 func (f *exploreFlags) run(cmd *cobra.Command, base string) error {
+	if f.soak > 0 {
+		if f.runs > 0 || f.forTime > 0 {
+			return withCode(exitInvalid, errors.New("--soak runs one workload: give it without --runs and --for"))
+		}
+		return f.runSoak(cmd, base)
+	}
 	if f.runs <= 0 && f.forTime <= 0 {
-		return withCode(exitInvalid, errors.New("give --runs N or --for DURATION"))
+		return withCode(exitInvalid, errors.New("give --runs N, --for DURATION or --soak DURATION"))
 	}
 	if f.parallel < 1 || f.repeats < 1 || f.reproduce < 0 {
 		return withCode(exitInvalid, errors.New("--parallel and --repeats must be at least 1, --reproduce at least 0"))
@@ -95,6 +112,37 @@ func (f *exploreFlags) run(cmd *cobra.Command, base string) error {
 	fmt.Fprintf(cmd.OutOrStdout(), "\nexplore: %s\n", sum.Dir)
 	if len(sum.Findings) > 0 {
 		return withCode(exitNotMet, fmt.Errorf("%d finding(s); minimal files in %s", len(sum.Findings), filepath.Join(sum.Dir, explore.FindingsDir)))
+	}
+	return nil
+}
+
+func (f *exploreFlags) runSoak(cmd *cobra.Command, base string) error {
+	factory, err := harness.LocalRuntime()
+	if err != nil {
+		return withCode(exitHarness, err)
+	}
+	o := explore.SoakOptions{Base: base, For: f.soak, Bounds: explore.Bounds{Kinds: f.kinds, MaxFaults: f.maxFaults, MaxWindow: f.maxWindow},
+		NewRuntime: factory, RuntimeName: "local", Out: filepath.Join(f.out, "soak-"+time.Now().UTC().Format("20060102-150405"))}
+	if cmd.Flags().Changed("seed") {
+		o.Seed = &f.seed
+	}
+	if !f.quiet {
+		o.Progress = cmd.ErrOrStderr()
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return withCode(exitHarness, err)
+	}
+	sum, err := explore.Soak(cmd.Context(), o)
+	if errors.Is(err, explore.ErrInput) {
+		return withCode(exitInvalid, err)
+	}
+	if err != nil {
+		return withCode(exitHarness, err)
+	}
+	fmt.Fprint(cmd.OutOrStdout(), sum.Markdown())
+	fmt.Fprintf(cmd.OutOrStdout(), "\nsoak: %s\n", sum.Dir)
+	if len(sum.Findings) > 0 {
+		return withCode(exitNotMet, fmt.Errorf("%d finding(s); see %s", len(sum.Findings), filepath.Join(sum.Dir, explore.SoakMarkdownFile)))
 	}
 	return nil
 }

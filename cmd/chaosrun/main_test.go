@@ -103,6 +103,8 @@ func TestBadFlagsAreInvalidInput(t *testing.T) {
 		{[]string{"merge", filepath.Join(t.TempDir(), "missing")}, "merge"},
 		{[]string{"report", filepath.Join(t.TempDir(), "missing")}, "report"},
 		{[]string{"report"}, "report: give one results folder to judge again, as in: chaosrun report results/<run-id>"},
+		{[]string{"explore", path}, "give --runs N, --for DURATION or --soak DURATION"},
+		{[]string{"explore", "--soak", "1m", "--runs", "3", path}, "--soak runs one workload: give it without --runs and --for"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args[:min(2, len(tc.args))], " "), func(t *testing.T) {

@@ -170,6 +170,30 @@ type Measured interface {
 	Usage() []Usage
 }
 
+// Sample is what a running agent held at one instant: its resident memory
+// and open file descriptors, summed over its process group (an agent that
+// runs a program of the user's holds it as a child), as a runtime that
+// samples its agents reads them.
+type Sample struct {
+	// Agent names the agent (a role, or a server replica's name) and TUS
+	// is the run clock's time of the reading; the runner sets both.
+	Agent string `json:"agent"`
+	TUS   int64  `json:"t_us"`
+	// Incarnation counts the agent's starts (1, then 2 after a restart).
+	Incarnation int   `json:"incarnation"`
+	RSSKiB      int64 `json:"rss_kib"`
+	FDs         int   `json:"fds"`
+	// Procs is how many processes the group held.
+	Procs int `json:"procs"`
+}
+
+// Sampled is a Process whose runtime can read what its running incarnation
+// holds now (the local runtime reads /proc). Sample fails with
+// ErrNotRunning while no incarnation runs.
+type Sampled interface {
+	Sample() (Sample, error)
+}
+
 // Capabilities is what a runtime can run, as the runner and the experiment
 // loader ask it instead of knowing runtimes by name. A runtime package
 // exports its capabilities as a function too, so that experiments are

@@ -58,6 +58,7 @@ type Lifecycle struct {
 
 	mu        sync.Mutex
 	cur       *incarnation // nil before the first start
+	starts    int          // incarnations launched
 	closed    bool
 	exits     []int         // own exits Wait has not read, oldest first
 	exitAdded chan struct{} // closed, and replaced, when exits grows
@@ -98,6 +99,7 @@ func (l *Lifecycle) Start(ctx context.Context) error {
 		return ErrClosed
 	}
 	l.cur = in
+	l.starts++
 	l.mu.Unlock()
 	if err := inc.Ready(ctx); err != nil {
 		l.mu.Lock()
@@ -165,6 +167,18 @@ func (l *Lifecycle) Close(ctx context.Context) error {
 	l.closed = true
 	l.mu.Unlock()
 	return l.Stop(ctx, false)
+}
+
+// Running returns the current incarnation and how many starts it is the
+// last of (1 for the first), or ErrNotRunning.
+func (l *Lifecycle) Running() (Incarnation, int, error) {
+	l.mu.Lock()
+	in, n := l.cur, l.starts
+	l.mu.Unlock()
+	if in == nil || isClosed(in.Exited()) {
+		return nil, 0, ErrNotRunning
+	}
+	return in.Incarnation, n, nil
 }
 
 // running returns the current incarnation, or ErrNotRunning.

@@ -64,7 +64,25 @@ func fakeAgent(role string, args []string) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	fmt.Printf("http://%s\n", ln.Addr())
-	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	var held [][]byte
+	var files []*os.File
+	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/hold": // 32 MiB touched, and 20 more descriptors, held until exit
+			b := make([]byte, 32<<20)
+			for i := range b {
+				b[i] = 1
+			}
+			held = append(held, b)
+			for range 20 {
+				f, err := os.Open(os.Args[0])
+				if err != nil {
+					w.WriteHeader(500)
+					return
+				}
+				files = append(files, f)
+			}
+		}
 		fmt.Fprint(w, os.Getpid())
 	}))
 	<-term
@@ -202,4 +220,34 @@ func TestAgentThatNeverServesIsReported(t *testing.T) {
 	_, err = rt.Start(context.Background(), agent.Spec{Role: "client", Serves: true, Args: []string{"--exit", "1"},
 		StateDir: dir, LogPath: filepath.Join(dir, "log")})
 	require.ErrorContains(t, err, "exited before it was ready")
+}
+
+func TestSampleReadsTheRunningIncarnationsMemoryAndDescriptors(t *testing.T) {
+	rt := New("")
+	t.Cleanup(func() { rt.Close() })
+	p := startFake(t, rt, agent.Spec{Role: "server", Serves: true})
+	before, err := p.(agent.Sampled).Sample()
+	require.NoError(t, err)
+	assert.Equal(t, 1, before.Incarnation)
+	assert.Equal(t, 1, before.Procs)
+	assert.Positive(t, before.RSSKiB)
+	assert.Positive(t, before.FDs)
+
+	resp, err := http.Get(p.URL() + "/hold")
+	require.NoError(t, err)
+	resp.Body.Close()
+	after, err := p.(agent.Sampled).Sample()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, after.RSSKiB-before.RSSKiB, int64(30<<10), "32 MiB touched is resident")
+	assert.GreaterOrEqual(t, after.FDs-before.FDs, 20, "20 files held open")
+
+	require.NoError(t, p.Restart(context.Background(), false))
+	again, err := p.(agent.Sampled).Sample()
+	require.NoError(t, err)
+	assert.Equal(t, 2, again.Incarnation)
+	assert.Less(t, again.RSSKiB, after.RSSKiB, "a new incarnation holds none of the old one's memory")
+
+	require.NoError(t, p.Stop(context.Background(), true))
+	_, err = p.(agent.Sampled).Sample()
+	assert.ErrorIs(t, err, agent.ErrNotRunning)
 }

@@ -2,8 +2,11 @@ package explore
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -158,4 +161,50 @@ explore: {kinds: [reset, latency], max_window: 20s}
 	}
 	assert.FileExists(t, filepath.Join(sum.Dir, SoakMarkdownFile))
 	assert.FileExists(t, filepath.Join(sum.Dir, sum.Experiment, "samples.jsonl"))
+}
+
+// A shop that keeps every charged order's receipt in memory, never
+// evicted: the soak finds its memory growing, and the same shop without
+// the cache leaks nothing.
+func TestSoakFindsAnUnboundedCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two 20-second soaks")
+	}
+	dir := t.TempDir()
+	shop := filepath.Join(dir, "shop-gosdk")
+	cmd := exec.Command("go", "build", "-o", shop, "../../examples/blackbox/shop-gosdk")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	for _, tc := range []struct {
+		receiptKiB int
+		leak       bool
+	}{{4096, true}, {0, false}} {
+		t.Run(fmt.Sprintf("receipts of %d KiB", tc.receiptKiB), func(t *testing.T) {
+			base := filepath.Join(dir, fmt.Sprintf("shop-%d.yaml", tc.receiptKiB))
+			require.NoError(t, os.WriteFile(base, fmt.Appendf(nil, `name: shop-soak
+description: The resumable client places orders at the go-sdk shop.
+seed: 5
+time_scale: 0.05
+server: {target: command, command: [%s, --addr, "{addr}", --work, 500ms, --receipt-kib, "%d"]}
+client: {target: resumable, backoff: {initial: 1s, max: 5s, retries: 20}}
+workload:
+  calls: [{tool: place_order, args: {order_id: "order-{{call}}", amount_cents: 100}, key: order_id, duration: 10s}]
+expect: {verdict: pass}
+explore: {kinds: [latency], max_window: 10s}
+`, shop, tc.receiptKiB), 0o644))
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			sum, err := Soak(ctx, SoakOptions{Base: base, For: 20 * time.Second, Out: filepath.Join(dir, fmt.Sprintf("out-%d", tc.receiptKiB))})
+			require.NoError(t, err)
+			require.Empty(t, sum.Error)
+			var kinds []string
+			for _, f := range sum.Findings {
+				kinds = append(kinds, f.Kind)
+			}
+			assert.Equal(t, tc.leak, slices.Contains(kinds, LeakMemory), "%s", sum.Markdown())
+			assert.NotContains(t, kinds, LeakDescriptors)
+			t.Log(sum.Markdown())
+		})
+	}
 }

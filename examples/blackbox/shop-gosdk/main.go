@@ -17,7 +17,9 @@
 // for resumption; 0 is its default, 10 MiB), --progress (what an export's
 // progress counts: rows 1, 2, 3 of N by default; fraction, 0.002 of 1;
 // percent, 0.2 of 100; bytes, 512 of N×512) and --log-rows (print a line
-// per progress notification sent). Every charge is printed on stdout, the
+// per progress notification sent), --receipt-kib (keep a receipt of that
+// many KiB of every charged order in memory, never evicted: the unbounded
+// cache a soak finds growing). Every charge is printed on stdout, the
 // side effect a user would look for in the provider's dashboard. On
 // SIGTERM it stops taking connections and lets running tools finish for up
 // to 5 s.
@@ -33,6 +35,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -46,7 +49,9 @@ func main() {
 	storeBytes := flag.Int("event-store-bytes", 0, "bytes of events kept for resumption (0: the SDK's default)")
 	unit := flag.String("progress", "rows", "what an export's progress counts: rows, fraction, percent or bytes")
 	logRows := flag.Bool("log-rows", false, "print a line per progress notification sent")
+	receiptKiB := flag.Int("receipt-kib", 0, "KiB of every charged order's receipt kept in memory, never evicted (0: none)")
 	flag.Parse()
+	receipts.kib = *receiptKiB
 	scale, ok := progressUnits[*unit]
 	if !ok {
 		log.Fatalf("shop-gosdk: --progress %q: rows, fraction, percent or bytes", *unit)
@@ -56,6 +61,30 @@ func main() {
 	if err := serve(ctx, *addr, *work, *interval, *storeBytes, rowProgress{scale: scale, log: *logRows}); err != nil {
 		log.Fatalf("shop-gosdk: %v", err)
 	}
+}
+
+// receiptCache keeps charged orders' receipts, and nothing evicts them.
+type receiptCache struct {
+	kib int
+	mu  sync.Mutex
+	all [][]byte
+}
+
+var receipts receiptCache
+
+// keep stores o's receipt, kib KiB of it (touched, so it is resident).
+func (c *receiptCache) keep(o order) {
+	if c.kib <= 0 {
+		return
+	}
+	b := make([]byte, c.kib<<10)
+	line := fmt.Appendf(nil, "receipt %s %d\n", o.OrderID, o.AmountCents)
+	for i := 0; i < len(b); {
+		i += copy(b[i:], line)
+	}
+	c.mu.Lock()
+	c.all = append(c.all, b)
+	c.mu.Unlock()
 }
 
 type order struct {
@@ -92,6 +121,7 @@ func serve(ctx context.Context, addr string, work, interval time.Duration, store
 			// The provider's client takes no context: once asked, it charges.
 			time.Sleep(work)
 			fmt.Printf("charged order %s: %d cents\n", o.OrderID, o.AmountCents)
+			receipts.keep(o)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
 				Text: fmt.Sprintf("charged %s %d", o.OrderID, o.AmountCents)}}}, nil, nil
 		})

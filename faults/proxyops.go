@@ -9,7 +9,7 @@ import (
 	toxiclient "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/chaosrun/chaosrun/faults/toxics"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/wire"
 )
 
 // proxies fetches the run's proxy from every proxy agent's Toxiproxy API.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/internal/runclock"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/wire"
 )
 
 // ErrInjection marks the error [Run] returns when an injection or its heal

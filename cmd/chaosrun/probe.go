@@ -17,7 +17,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness/lab"
 	"github.com/chaosrun/chaosrun/harness/probe"
 	"github.com/chaosrun/chaosrun/targets"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 	"github.com/google/shlex"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -196,8 +196,8 @@ func (f *probeFlags) tools(ctx context.Context, s *probe.Server) error {
 		return probe.ChooseTools(ctx, s)
 	}
 	if f.tool == "" {
-		stream = lab.Call{Tool: mcpwire.ToolChatty, Args: map[string]any{"events": 1200, "interval_ms": 5}, Duration: "2m"}
-		s.TimeStream = &lab.Call{Tool: mcpwire.ToolChatty, Args: map[string]any{"events": 60, "interval_ms": 10}, Duration: "12s"}
+		stream = lab.Call{Tool: mcp.ToolChatty, Args: map[string]any{"events": 1200, "interval_ms": 5}, Duration: "2m"}
+		s.TimeStream = &lab.Call{Tool: mcp.ToolChatty, Args: map[string]any{"events": 60, "interval_ms": 10}, Duration: "12s"}
 		s.Chosen = "stream tools: chatty with 1200 events 5 ms apart (events), and 60 events 10 ms apart (time); effect tool: charge of 20 s (chaosrun's own tools)"
 	} else if err := jsonArgs("--args", f.args, &stream); err != nil {
 		return err
@@ -209,7 +209,7 @@ func (f *probeFlags) tools(ctx context.Context, s *probe.Server) error {
 			return err
 		}
 	case own && f.tool == "":
-		effect = lab.Call{Tool: mcpwire.ToolCharge, Args: map[string]any{"amount_cents": 4999}, Duration: "20s"}
+		effect = lab.Call{Tool: mcp.ToolCharge, Args: map[string]any{"amount_cents": 4999}, Duration: "20s"}
 	default:
 		effect = stream
 	}

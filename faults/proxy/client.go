@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/faults/trigger"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/wire"
 )
 
 // Client is the runner's side of the proxy agent's own API. It arms

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/faults/trigger"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/wire"
 )
 
 // Group is the proxy agents of a run whose clients are spread over several

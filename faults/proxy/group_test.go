@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/faults/trigger"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/wire"
 )
 
 // TestGroupFiresWhenAnyAgentFires: triggers are armed in every agent of a

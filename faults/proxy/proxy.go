@@ -7,7 +7,7 @@
 // toxics by type name, ours included, and the rest with [Client].
 //
 // The agent observes one of its proxies in its own byte path
-// ([Client.Observe]): the wire observer (package faults/observer) accepts
+// ([Client.Observe]): the wire observer (package wire/observer) accepts
 // the proxy's clients, dials its upstream and hands both sockets to the
 // proxy's toxic links ([Link]), as Toxiproxy's own accept loop would, so
 // the client edge is the client's socket and the server edge the server's,
@@ -36,7 +36,7 @@ import (
 	"github.com/chaosrun/chaosrun/faults/toxics"
 	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/internal/runclock"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/wire"
 )
 
 // shutdownTimeout bounds how long Close waits for API requests in flight.

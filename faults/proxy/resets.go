@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chaosrun/chaosrun/faults/observer"
+	"github.com/chaosrun/chaosrun/wire/observer"
 )
 
 // The observed proxy's resets, in the agent's API. The agent resets the

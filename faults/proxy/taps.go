@@ -13,9 +13,9 @@ import (
 	"github.com/Shopify/toxiproxy/v2/stream"
 	tpxtoxics "github.com/Shopify/toxiproxy/v2/toxics"
 
-	"github.com/chaosrun/chaosrun/faults/observer"
 	"github.com/chaosrun/chaosrun/faults/toxics"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/wire"
+	"github.com/chaosrun/chaosrun/wire/observer"
 )
 
 // The wire observer, in the proxy agent's API:

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // ErrClosed is the error of a firing the engine gave up on.
@@ -29,7 +29,7 @@ type Engine struct {
 	calls map[exchangeKey]*inflight
 	// ended holds exchanges whose final answer was recorded before their
 	// request: the observer's response direction waits for the request's
-	// record only so long (faults/observer's pairWait), and on a saturated
+	// record only so long (wire/observer's pairWait), and on a saturated
 	// machine the answer can come first. Such a call is over when its
 	// request arrives.
 	ended  map[exchangeKey]bool
@@ -168,7 +168,7 @@ func (e *Engine) report(out []Firing) {
 
 func isSSE(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == mcpwire.ContentTypeSSE
+	return err == nil && mt == mcp.ContentTypeSSE
 }
 
 // request evaluates a request record; the lock is held.
@@ -176,7 +176,7 @@ func (e *Engine) request(r *wire.Record) []Firing {
 	var out []Firing
 	var call *wire.Message
 	for i := range r.Messages {
-		if m := &r.Messages[i]; m.Method == mcpwire.MethodToolsCall && m.IsRequest() {
+		if m := &r.Messages[i]; m.Method == mcp.MethodToolsCall && m.IsRequest() {
 			call = m
 		}
 	}
@@ -207,9 +207,9 @@ func (e *Engine) requestMatches(t Trigger, r *wire.Record) (string, bool) {
 			return "GET with Last-Event-ID " + r.Header.LastEventID, true
 		}
 	case EventInitialize, EventDiscover:
-		method := mcpwire.MethodInitialize
+		method := mcp.MethodInitialize
 		if t.Event == EventDiscover {
-			method = mcpwire.MethodDiscover
+			method = mcp.MethodDiscover
 		}
 		for _, m := range r.Messages {
 			if m.Method == method && m.IsRequest() {

@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"net/http"
 
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // edgeReader follows the HTTP exchanges of one edge of the wire and ties
@@ -61,9 +61,9 @@ func (e *edgeReader) request(r *wire.Record) *exchange {
 		m := &r.Messages[i]
 		x.client = cmp.Or(x.client, m.ClientName)
 		switch {
-		case m.Method == mcpwire.MethodInitialize && m.IsRequest():
+		case m.Method == mcp.MethodInitialize && m.IsRequest():
 			x.init = m.ClientName
-		case m.Method == mcpwire.MethodToolsCall && m.IsRequest():
+		case m.Method == mcp.MethodToolsCall && m.IsRequest():
 			x.calls = append(x.calls, m.ID)
 			if e.tokens[x.session] == nil {
 				e.tokens[x.session] = map[string]string{}
@@ -109,7 +109,7 @@ func (e *edgeReader) owner(x *exchange, m *wire.Message) string {
 	switch {
 	case m.Response:
 		return m.ID
-	case m.Method == mcpwire.MethodProgress:
+	case m.Method == mcp.MethodProgress:
 		if req := e.tokens[x.session][m.ProgressToken]; req != "" {
 			return req
 		}
@@ -143,7 +143,7 @@ func streamLabel(x *exchange) string {
 // inExchangeOrder returns recs with every record of an exchange (response,
 // events, body end) after the request that opened it. The observer records
 // the two directions of a connection from two goroutines; the response's
-// waits for the request's record at most 10 ms (faults/observer's
+// waits for the request's record at most 10 ms (wire/observer's
 // pairWait), so as never to hold a server's bytes back longer, and on a
 // saturated machine the request's goroutine can take longer than that to
 // record what it has already passed on (14 ms in one loaded run: the answer

@@ -8,9 +8,9 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Reading the server edge of the wire as a ledger.
@@ -217,10 +217,10 @@ func (d *derivedLedger) request(r *wire.Record) {
 	x := d.edge.request(r)
 	d.events.request(exchangeKey{r.Conn, r.Exchange}, x, r)
 	for i := range r.Messages {
-		if m := &r.Messages[i]; (m.Method == mcpwire.MethodTasksResult || m.Method == mcpwire.MethodTasksGet) && m.IsRequest() && m.TaskID != "" {
+		if m := &r.Messages[i]; (m.Method == mcp.MethodTasksResult || m.Method == mcp.MethodTasksGet) && m.IsRequest() && m.TaskID != "" {
 			d.fetches[StreamKey{Session: x.session, RequestID: m.ID}] = m.TaskID
 		}
-		if m := &r.Messages[i]; m.Method == mcpwire.MethodToolsCall && m.IsRequest() {
+		if m := &r.Messages[i]; m.Method == mcp.MethodToolsCall && m.IsRequest() {
 			key := StreamKey{Session: x.session, RequestID: m.ID}
 			if _, seen := d.calls[key]; !seen {
 				d.order = append(d.order, key)
@@ -231,7 +231,7 @@ func (d *derivedLedger) request(r *wire.Record) {
 			}
 			c := &wireCall{key: key, client: d.edge.client(x), tool: m.Tool, op: op, unproven: !proven,
 				idem: d.ops.Idempotent(m.Tool, m.Args), startN: r.N, startUS: r.TUS, x: exchangeKey{r.Conn, r.Exchange},
-				modern: r.Header != nil && mcpwire.ModernVersion(r.Header.ProtocolVersion)}
+				modern: r.Header != nil && mcp.ModernVersion(r.Header.ProtocolVersion)}
 			if opened, ok := d.opened[r.Conn]; ok {
 				c.dead = d.killedBetween(opened, r.TUS)
 			}
@@ -309,7 +309,7 @@ func (d *derivedLedger) answer(r *wire.Record, x *exchange, m *wire.Message, eve
 	if c == nil || c.result || c.task != "" {
 		return
 	}
-	if m.ResultType == mcpwire.ResultTask || m.ResultType == "" && m.TaskID != "" && m.TaskStatus != "" && m.ErrorCode == 0 {
+	if m.ResultType == mcp.ResultTask || m.ResultType == "" && m.TaskID != "" && m.TaskStatus != "" && m.ErrorCode == 0 {
 		// A task handle: the result comes later, by tasks/get or
 		// tasks/result.
 		c.task = m.TaskID
@@ -335,12 +335,12 @@ func (d *derivedLedger) fetched(r *wire.Record, x *exchange, m *wire.Message, id
 	switch {
 	case c == nil, m.ErrorCode != 0 || m.ErrorMessage != "":
 		return
-	case m.TaskStatus != "" && m.TaskStatus != mcpwire.TaskCompleted: // tasks/get of a task not done, or of a 2025-11-25 task
+	case m.TaskStatus != "" && m.TaskStatus != mcp.TaskCompleted: // tasks/get of a task not done, or of a 2025-11-25 task
 		return
 	case m.TaskStatus == "" && m.TaskID != id: // neither tasks/get's task nor tasks/result's related task
 		return
 	}
-	if m.TaskStatus == mcpwire.TaskCompleted && m.ResultType != mcpwire.ResultComplete {
+	if m.TaskStatus == mcp.TaskCompleted && m.ResultType != mcp.ResultComplete {
 		return // a 2025-11-25 tasks/get: the status alone, no result
 	}
 	c.result, c.failed, c.resultN, c.resultUS, c.resultX = true, m.IsError, r.N, r.TUS, exchangeKey{r.Conn, r.Exchange}
@@ -360,7 +360,7 @@ func turnedAway(code int, carried int) bool {
 		return false
 	}
 	switch code {
-	case mcpwire.CodeParseError, mcpwire.CodeInvalidRequest, mcpwire.CodeMethodNotFound, mcpwire.CodeInvalidParams:
+	case mcp.CodeParseError, mcp.CodeInvalidRequest, mcp.CodeMethodNotFound, mcp.CodeInvalidParams:
 		return true
 	}
 	return false
@@ -371,11 +371,11 @@ func (d *derivedLedger) event(r *wire.Record) {
 	if x == nil {
 		return
 	}
-	if r.EventType == mcpwire.EventClose && x.session != "" {
+	if r.EventType == mcp.EventClose && x.session != "" {
 		d.closeSession(r, x.session, "terminated")
 		return
 	}
-	id := mcpwire.EventNumber(r.EventID)
+	id := mcp.EventNumber(r.EventID)
 	owner := x.stream
 	for i := range r.Messages {
 		m := &r.Messages[i]
@@ -383,11 +383,11 @@ func (d *derivedLedger) event(r *wire.Record) {
 		switch {
 		case m.Response:
 			d.answer(r, x, m, id)
-		case m.Method == mcpwire.MethodProgress:
+		case m.Method == mcp.MethodProgress:
 			d.events.progress(StreamKey{Session: x.session, RequestID: owner}, exchangeKey{r.Conn, r.Exchange}, r)
 		}
 	}
-	if len(r.Messages) == 0 || !slices.ContainsFunc(r.Messages, func(m wire.Message) bool { return m.Method == mcpwire.MethodProgress }) {
+	if len(r.Messages) == 0 || !slices.ContainsFunc(r.Messages, func(m wire.Message) bool { return m.Method == mcp.MethodProgress }) {
 		d.events.other(StreamKey{Session: x.session, RequestID: owner}, exchangeKey{r.Conn, r.Exchange}, r)
 	}
 	d.edge.noteEvent(x, r.EventID, owner)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets/history"
+	"github.com/chaosrun/chaosrun/wire"
 )
 
 // wireLog builds the server edge of a hand-written wire record, numbering

@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // SourceWire is the Source of the ledger records the checker derives from
@@ -36,8 +36,8 @@ type Op struct {
 // order_id, and is idempotent only when it carries an idempotency_key (see
 // [Ops.Idempotent]); chatty only emits events.
 var DefaultOps = Ops{
-	{Tool: mcpwire.ToolCharge, Key: "order_id"},
-	{Tool: mcpwire.ToolChatty, Idempotent: true},
+	{Tool: mcp.ToolCharge, Key: "order_id"},
+	{Tool: mcp.ToolChatty, Idempotent: true},
 }
 
 // Ops is the op of every tool a run's workload calls.
@@ -86,7 +86,7 @@ func (o Ops) Idempotent(tool string, args json.RawMessage) bool {
 	if !ok {
 		return false
 	}
-	if op.Tool == mcpwire.ToolCharge && !op.Idempotent {
+	if op.Tool == mcp.ToolCharge && !op.Idempotent {
 		k, ok := lookup(args, "idempotency_key")
 		return ok && k != ""
 	}

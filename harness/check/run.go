@@ -13,9 +13,9 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets/byo"
 	"github.com/chaosrun/chaosrun/targets/history"
+	"github.com/chaosrun/chaosrun/wire"
 )
 
 // The files of one experiment's result folder that the checker reads.

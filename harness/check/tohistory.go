@@ -10,9 +10,9 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Reading the client edge of the wire as a history.
@@ -153,17 +153,17 @@ func (d *derivedHistory) request(r *wire.Record) {
 	if x.resume != "" {
 		req := x.stream
 		d.add(r, history.Record{Kind: history.KindReconnect, Client: client, Call: d.callName(x.session, req), Session: x.session,
-			RequestID: req, LastEventID: mcpwire.EventNumber(x.resume)})
+			RequestID: req, LastEventID: mcp.EventNumber(x.resume)})
 	}
 	for i := range r.Messages {
 		m := &r.Messages[i]
-		if (m.Method == mcpwire.MethodTasksGet || m.Method == mcpwire.MethodTasksResult) && m.IsRequest() && m.TaskID != "" {
+		if (m.Method == mcp.MethodTasksGet || m.Method == mcp.MethodTasksResult) && m.IsRequest() && m.TaskID != "" {
 			d.fetches[StreamKey{Session: x.session, RequestID: m.ID}] = m.TaskID
 		}
-		if m.Method == mcpwire.MethodCancelled && m.RequestID != "" {
+		if m.Method == mcp.MethodCancelled && m.RequestID != "" {
 			d.cancelled(r, x.session, m.RequestID)
 		}
-		if m.Method != mcpwire.MethodToolsCall || !m.IsRequest() {
+		if m.Method != mcp.MethodToolsCall || !m.IsRequest() {
 			continue
 		}
 		op, proven := d.ops.keyOf(m.Tool, m.Args, m.ArgsDigest)
@@ -245,7 +245,7 @@ func (d *derivedHistory) resumed(r *wire.Record, x *exchange, client string) {
 	switch {
 	case r.Status/100 == 2:
 		d.add(r, history.Record{Kind: history.KindResume, Client: client, Call: call, Session: x.session,
-			RequestID: x.stream, LastEventID: mcpwire.EventNumber(x.resume)})
+			RequestID: x.stream, LastEventID: mcp.EventNumber(x.resume)})
 	case r.Status == http.StatusGone || r.Status == http.StatusConflict:
 		var body struct {
 			Last   *int64 `json:"last_event_id"`
@@ -255,7 +255,7 @@ func (d *derivedHistory) resumed(r *wire.Record, x *exchange, client string) {
 		if json.Unmarshal([]byte(r.ErrorBody), &body) != nil || (body.Resume == nil && body.Head == nil) {
 			return
 		}
-		from := mcpwire.EventNumber(x.resume)
+		from := mcp.EventNumber(x.resume)
 		if body.Last != nil {
 			from = *body.Last
 		}
@@ -290,7 +290,7 @@ func (d *derivedHistory) answer(r *wire.Record, x *exchange, m *wire.Message, ev
 	if c == nil || c.answered || c.task != "" {
 		return
 	}
-	if m.ResultType == mcpwire.ResultTask || m.ResultType == "" && m.TaskID != "" && m.TaskStatus != "" && m.ErrorCode == 0 {
+	if m.ResultType == mcp.ResultTask || m.ResultType == "" && m.TaskID != "" && m.TaskStatus != "" && m.ErrorCode == 0 {
 		c.task = m.TaskID
 		d.tasks[m.TaskID] = c
 		d.add(r, history.Record{Kind: history.KindTask, Client: c.client, Call: c.call, Session: x.session, RequestID: m.ID, Detail: m.TaskID})
@@ -326,7 +326,7 @@ func (d *derivedHistory) fetched(r *wire.Record, x *exchange, m *wire.Message, i
 			Reason: "task_lost", Detail: m.ErrorMessage})
 		c.told = true
 		return
-	case m.TaskStatus != "" && (m.TaskStatus != mcpwire.TaskCompleted || m.ResultType != mcpwire.ResultComplete):
+	case m.TaskStatus != "" && (m.TaskStatus != mcp.TaskCompleted || m.ResultType != mcp.ResultComplete):
 		return // a status, not yet (or not here) the result
 	case m.TaskStatus == "" && m.TaskID != id:
 		return
@@ -351,13 +351,13 @@ func (d *derivedHistory) event(r *wire.Record) {
 		return
 	}
 	client := d.edge.client(x)
-	if r.EventType == mcpwire.EventClose && x.session != "" && !d.lost[x.session] {
+	if r.EventType == mcp.EventClose && x.session != "" && !d.lost[x.session] {
 		d.lost[x.session] = true
 		d.add(r, history.Record{Kind: history.KindSessionLost, Client: client, Session: x.session, Reason: "close_event"})
 		d.tell(x.session, "")
 		return
 	}
-	id := mcpwire.EventNumber(r.EventID)
+	id := mcp.EventNumber(r.EventID)
 	owner := x.stream
 	for i := range r.Messages {
 		m := &r.Messages[i]
@@ -366,7 +366,7 @@ func (d *derivedHistory) event(r *wire.Record) {
 		case m.Response:
 			d.answer(r, x, m, id)
 			delete(d.streams, exchangeKey{r.Conn, r.Exchange})
-		case m.Method == mcpwire.MethodProgress:
+		case m.Method == mcp.MethodProgress:
 			// Seq is the progress number when it is a whole one, as a
 			// ledger that counts events 1, 2, 3 numbers them; the wire's
 			// account places events by their ids instead (see place).
@@ -472,5 +472,5 @@ func (d *derivedHistory) settle(last *wire.Record) {
 }
 
 func isEventStream(contentType string) bool {
-	return len(contentType) >= len(mcpwire.ContentTypeSSE) && contentType[:len(mcpwire.ContentTypeSSE)] == mcpwire.ContentTypeSSE
+	return len(contentType) >= len(mcp.ContentTypeSSE) && contentType[:len(mcp.ContentTypeSSE)] == mcp.ContentTypeSSE
 }

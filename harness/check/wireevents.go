@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // The events of a call as the server edge carried them.
@@ -54,7 +54,7 @@ type edgeEvent struct {
 	n, tus   int64
 	x        exchangeKey
 	raw      string // the id as sent; "" for none
-	num      int64  // its number (mcpwire.EventNumber); 0 for none
+	num      int64  // its number (mcp.EventNumber); 0 for none
 	progress bool   // a notifications/progress
 }
 
@@ -106,7 +106,7 @@ func (l *eventLog) closed(r *wire.Record) {
 }
 
 func (l *eventLog) progress(key StreamKey, k exchangeKey, r *wire.Record) {
-	l.streams[key] = append(l.streams[key], edgeEvent{n: r.N, tus: r.TUS, x: k, raw: r.EventID, num: mcpwire.EventNumber(r.EventID), progress: true})
+	l.streams[key] = append(l.streams[key], edgeEvent{n: r.N, tus: r.TUS, x: k, raw: r.EventID, num: mcp.EventNumber(r.EventID), progress: true})
 }
 
 // other keeps an event with an id that is not a progress notification
@@ -116,7 +116,7 @@ func (l *eventLog) other(key StreamKey, k exchangeKey, r *wire.Record) {
 	if r.EventID == "" || key.RequestID == "" {
 		return
 	}
-	l.streams[key] = append(l.streams[key], edgeEvent{n: r.N, tus: r.TUS, x: k, raw: r.EventID, num: mcpwire.EventNumber(r.EventID)})
+	l.streams[key] = append(l.streams[key], edgeEvent{n: r.N, tus: r.TUS, x: k, raw: r.EventID, num: mcp.EventNumber(r.EventID)})
 }
 
 // carried is how many progress events of a stream the edge carried.
@@ -156,7 +156,7 @@ func place(hist []history.Record, keys map[StreamKey]*eventKeys) []history.Recor
 	count := map[StreamKey]int64{}
 	for i := range out {
 		h := &out[i]
-		if h.Kind != history.KindEvent || h.Detail != mcpwire.MethodProgress {
+		if h.Kind != history.KindEvent || h.Detail != mcp.MethodProgress {
 			continue
 		}
 		key := StreamKey{Session: h.Session, RequestID: h.RequestID}

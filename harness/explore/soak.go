@@ -19,7 +19,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/lab"
 	"github.com/chaosrun/chaosrun/internal/jsonl"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/wire"
 )
 
 // A soak keeps one long workload running under a random schedule and

@@ -16,7 +16,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/catalog"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Run is one corpus run, judged and held against its truth.
@@ -104,7 +104,7 @@ func plannedCalls(x *spec.Experiment) map[string]plannedCall {
 				_ = json.Unmarshal(raw, &args)
 			}
 			key := keyOf(args, call.Key)
-			if call.Tool == mcpwire.ToolCharge || call.Tool == mcpwire.ToolChatty {
+			if call.Tool == mcp.ToolCharge || call.Tool == mcp.ToolChatty {
 				key = call.OrderID() // what chaosrun's own servers record of a call
 			}
 			out[call.ID] = plannedCall{tool: call.Tool, keyPath: call.Key, key: key, idempotent: call.IsIdempotent()}
@@ -122,7 +122,7 @@ func toolKey(calls map[string]plannedCall) func(tool string) string {
 				return c.keyPath
 			}
 		}
-		if tool == mcpwire.ToolCharge {
+		if tool == mcp.ToolCharge {
 			return "order_id"
 		}
 		return ""

@@ -12,7 +12,7 @@
 // decoders of this package. The verdict it is held against is judged from
 // the wire alone ([Check] re-judges every run without the ledger and the
 // history), so the two never share a source: nothing here reads the wire's
-// parser (faults/observer, sideeffects/wire) or asks the checker
+// parser (wire/observer, wire) or asks the checker
 // (harness/check) anything but its verdict. The wire's record is read only
 // to check that the evidence a verdict cites exists.
 //

@@ -30,8 +30,8 @@ import (
 	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets/history"
+	"github.com/chaosrun/chaosrun/wire"
 )
 
 // ExperimentsDir is the folder, within a lab's output folder, that holds

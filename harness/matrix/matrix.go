@@ -34,7 +34,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 	"gopkg.in/yaml.v3"
 )
 
@@ -89,14 +89,14 @@ var Needs = []string{NeedSessions, NeedResumption, NeedStreamCancellation}
 
 // lacks says why protocol cannot run a scenario that needs need, or "".
 func lacks(need, protocol string) string {
-	modern := mcpwire.ModernVersion(protocol)
+	modern := mcp.ModernVersion(protocol)
 	switch {
 	case need == NeedSessions && modern:
 		return "needs sessions, and " + protocol + " has none"
 	case need == NeedResumption && modern:
 		return "needs Last-Event-ID resumption, and " + protocol + " has none"
 	case need == NeedStreamCancellation && !modern:
-		return "needs a closed response stream to cancel its call, which " + cmp.Or(protocol, mcpwire.LatestVersion) + " does not do"
+		return "needs a closed response stream to cancel its call, which " + cmp.Or(protocol, mcp.LatestVersion) + " does not do"
 	}
 	return ""
 }

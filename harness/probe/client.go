@@ -14,10 +14,10 @@ import (
 	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/lab"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // ClientScenario names the client probe's scenario.
@@ -54,11 +54,11 @@ func (p *prober) clientExperiment(name, about string, server map[string]any, cal
 }
 
 func chargeCall() lab.Call {
-	return lab.Call{Tool: mcpwire.ToolCharge, Args: map[string]any{"amount_cents": 4999}, Duration: lab.Duration(chargeFor)}
+	return lab.Call{Tool: mcp.ToolCharge, Args: map[string]any{"amount_cents": 4999}, Duration: lab.Duration(chargeFor)}
 }
 
 func midCharge() map[string]any {
-	return map[string]any{"event": trigger.EventToolsCall, "tool": mcpwire.ToolCharge, "after": lab.Duration(chargeFor / 3)}
+	return map[string]any{"event": trigger.EventToolsCall, "tool": mcp.ToolCharge, "after": lab.Duration(chargeFor / 3)}
 }
 
 // clientBattery runs the client checks side by side.
@@ -74,7 +74,7 @@ func (p *prober) clientBattery(ctx context.Context) []Check {
 			nil, []lab.Call{chargeCall()}, lab.Fault(faults.KindReset, midCharge(), 0, nil)), judgeResume("client-reset-resumes", "reset → resume with Last-Event-ID")},
 		{p.clientExperiment("probe-client-5xx", "Cut the stream a third into a charge and answer 503 for 20 s: does the client keep its session and resume with Last-Event-ID?",
 			nil, []lab.Call{chargeCall()},
-			lab.Fault(faults.KindHTTPStatus, map[string]any{"event": trigger.EventToolsCall, "tool": mcpwire.ToolCharge, "after": lab.Duration(chargeFor/3 - time.Second)}, 0,
+			lab.Fault(faults.KindHTTPStatus, map[string]any{"event": trigger.EventToolsCall, "tool": mcp.ToolCharge, "after": lab.Duration(chargeFor/3 - time.Second)}, 0,
 				map[string]any{"status": 503, "for": "20s"}),
 			lab.Fault(faults.KindReset, midCharge(), 0, nil)), judgeResume("client-5xx-resumes", "5xx → resume with Last-Event-ID")},
 		{p.clientExperiment("probe-client-404", "Cut the client off a third into a charge and expire its session meanwhile: does it initialize again (for its next call) and report the call's outcome unknown, without calling it again?",
@@ -83,8 +83,8 @@ func (p *prober) clientBattery(ctx context.Context) []Check {
 			lab.Fault(faults.KindExpireSession, midCharge(), time.Second, nil)), judge404},
 		{p.clientExperiment("probe-client-410", "Keep 10 events per session and answer an evicted cursor 410: does the client surface the gap?",
 			map[string]any{"retention_events": 10, "on_unresumable": "gone"},
-			[]lab.Call{{Tool: mcpwire.ToolChatty, Args: map[string]any{"events": 200, "interval_ms": 5}, Duration: lab.Duration(p.real(time.Second))}},
-			lab.Fault(faults.KindPartition, map[string]any{"event": trigger.EventSSEEvent, "tool": mcpwire.ToolChatty, "nth": 20}, 0,
+			[]lab.Call{{Tool: mcp.ToolChatty, Args: map[string]any{"events": 200, "interval_ms": 5}, Duration: lab.Duration(p.real(time.Second))}},
+			lab.Fault(faults.KindPartition, map[string]any{"event": trigger.EventSSEEvent, "tool": mcp.ToolChatty, "nth": 20}, 0,
 				map[string]any{"for": lab.Duration(p.real(2 * time.Second)), "mode": "refuse"})), judge410},
 		{p.clientExperiment("probe-client-close", "The server ends the session with a close event a third into a charge: does the client stop?",
 			nil, []lab.Call{chargeCall()}, lab.Fault(faults.KindTerminateSession, midCharge(), 0, nil)), judgeClose},
@@ -258,7 +258,7 @@ func judge404(o *lab.Outcome) Check {
 	reinit := false
 	for _, x := range v.edge.after(gone, "", func(*exchange) bool { return true }) {
 		for _, m := range x.requestMessages() {
-			reinit = reinit || m.Method == mcpwire.MethodInitialize
+			reinit = reinit || m.Method == mcp.MethodInitialize
 		}
 	}
 	recalled := len(v.recalled())

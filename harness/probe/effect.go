@@ -10,9 +10,9 @@ import (
 	"github.com/chaosrun/chaosrun/faults/trigger"
 	"github.com/chaosrun/chaosrun/harness/lab"
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // effectChecks cut the effect call's stream mid-call (stream close) and
@@ -158,7 +158,7 @@ func (p *prober) reissue(ctx context.Context, rev string) (*lab.Outcome, error) 
 			e.Args[k] = strings.NewReplacer(workload.PlaceholderCall, "reissue", workload.PlaceholderClient, "probe").Replace(s)
 		}
 	}
-	if e.Tool == mcpwire.ToolCharge {
+	if e.Tool == mcp.ToolCharge {
 		e.Args["order_id"], e.Args["idempotency_key"] = "probe-reissue", "probe-reissue-key"
 	}
 	x := p.experiment("probe-"+rev+"-reissue",

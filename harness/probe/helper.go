@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/harness/lab"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/byo"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // The probe's helper programs run as the targets of generated
@@ -84,7 +84,7 @@ func RunHelper(args []string, log io.Writer) int {
 // forge is the unknown-cursor client.
 func forge(ctx context.Context, args []string, log io.Writer) error {
 	fs := flag.NewFlagSet("forge", flag.ContinueOnError)
-	protocol := fs.String("protocol", mcpwire.LatestVersion, "protocol revision to initialize at")
+	protocol := fs.String("protocol", mcp.LatestVersion, "protocol revision to initialize at")
 	events := fs.Int("events", 0, "message events to read before disconnecting; 0 reads the stream to its end")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -150,14 +150,14 @@ func (c *forger) post(ctx context.Context, body any) (*http.Response, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if c.session != "" {
-		req.Header.Set(mcpwire.HeaderSessionID, c.session)
-		req.Header.Set(mcpwire.HeaderProtocolVersion, c.protocol)
+		req.Header.Set(mcp.HeaderSessionID, c.session)
+		req.Header.Set(mcp.HeaderProtocolVersion, c.protocol)
 	}
 	return c.hc.Do(req)
 }
 
 func (c *forger) initialize(ctx context.Context, client string) error {
-	resp, err := c.post(ctx, map[string]any{"jsonrpc": "2.0", "id": 1, "method": mcpwire.MethodInitialize, "params": map[string]any{
+	resp, err := c.post(ctx, map[string]any{"jsonrpc": "2.0", "id": 1, "method": mcp.MethodInitialize, "params": map[string]any{
 		"protocolVersion": c.protocol, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": client, "version": "probe"}}})
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
@@ -167,8 +167,8 @@ func (c *forger) initialize(ctx context.Context, client string) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("initialize: %s", resp.Status)
 	}
-	c.session = resp.Header.Get(mcpwire.HeaderSessionID)
-	resp, err = c.post(ctx, map[string]any{"jsonrpc": "2.0", "method": mcpwire.MethodInitialized})
+	c.session = resp.Header.Get(mcp.HeaderSessionID)
+	resp, err = c.post(ctx, map[string]any{"jsonrpc": "2.0", "method": mcp.MethodInitialized})
 	if err != nil {
 		return fmt.Errorf("initialized: %w", err)
 	}
@@ -179,7 +179,7 @@ func (c *forger) initialize(ctx context.Context, client string) error {
 // call makes the tools/call, reads up to n message events of its stream
 // and disconnects, returning the last event id read.
 func (c *forger) call(ctx context.Context, tool string, args json.RawMessage, n int) (string, error) {
-	resp, err := c.post(ctx, map[string]any{"jsonrpc": "2.0", "id": 2, "method": mcpwire.MethodToolsCall, "params": map[string]any{
+	resp, err := c.post(ctx, map[string]any{"jsonrpc": "2.0", "id": 2, "method": mcp.MethodToolsCall, "params": map[string]any{
 		"name": tool, "arguments": args, "_meta": map[string]any{"progressToken": "probe"}}})
 	if err != nil {
 		return "", fmt.Errorf("tools/call: %w", err)
@@ -220,8 +220,8 @@ func (c *forger) resume(ctx context.Context, cursor string) (int, string, error)
 		return 0, "", err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set(mcpwire.HeaderSessionID, c.session)
-	req.Header.Set(mcpwire.HeaderProtocolVersion, c.protocol)
+	req.Header.Set(mcp.HeaderSessionID, c.session)
+	req.Header.Set(mcp.HeaderProtocolVersion, c.protocol)
 	req.Header.Set("Last-Event-ID", cursor)
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/harness/lab"
 	"github.com/chaosrun/chaosrun/harness/roles"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -24,16 +24,16 @@ func TestMain(m *testing.M) {
 
 // chatty is a short stream call: 200 events 2 ms apart.
 func chatty(events int) lab.Call {
-	return lab.Call{Tool: mcpwire.ToolChatty, Args: map[string]any{"events": events, "interval_ms": 2}, Duration: "8s"}
+	return lab.Call{Tool: mcp.ToolChatty, Args: map[string]any{"events": events, "interval_ms": 2}, Duration: "8s"}
 }
 
 func charge() lab.Call {
-	return lab.Call{Tool: mcpwire.ToolCharge, Args: map[string]any{"amount_cents": 4999}, Duration: "20s"}
+	return lab.Call{Tool: mcp.ToolCharge, Args: map[string]any{"amount_cents": 4999}, Duration: "20s"}
 }
 
 // ownServer is one of chaosrun's own servers with the short calls.
 func ownServer(spec map[string]any) Server {
-	short := lab.Call{Tool: mcpwire.ToolChatty, Args: map[string]any{"events": 60, "interval_ms": 10}, Duration: "12s"}
+	short := lab.Call{Tool: mcp.ToolChatty, Args: map[string]any{"events": 60, "interval_ms": 10}, Duration: "12s"}
 	return Server{Spec: spec, Stream: chatty(200), Effect: charge(), TimeStream: &short}
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness/lab"
 	"github.com/chaosrun/chaosrun/harness/spec"
 	"github.com/chaosrun/chaosrun/targets"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // DefaultTimeScale is the time scale of a probe's experiments: a 10-minute
@@ -280,7 +280,7 @@ func (p *prober) experiment(name, about, protocol string, calls []lab.Call, away
 }
 
 // modern reports whether the revision has no sessions.
-func modern(protocol string) bool { return mcpwire.ModernVersion(protocol) }
+func modern(protocol string) bool { return mcp.ModernVersion(protocol) }
 
 // Estimate is what a probe will take, said before it starts.
 type Estimate struct {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/harness/lab"
 	"github.com/chaosrun/chaosrun/harness/results"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +20,7 @@ import (
 func TestReferenceRetentionInEvents(t *testing.T) {
 	skipShort(t)
 	rep, c := probeOf(t, Options{Server: ownServer(map[string]any{"target": "reference", "retention_events": 50}),
-		Protocols: []string{mcpwire.Version20251125}, Only: []string{PartEvents}})
+		Protocols: []string{mcp.Version20251125}, Only: []string{PartEvents}})
 	ret := c["retention-events"]
 	require.Equal(t, Measured, ret.Status, ret.Evidence)
 	assert.EqualValues(t, 50, ret.Values["events"], "retention_events: 50 is a window of 50 events: %s", ret.Evidence)
@@ -44,7 +44,7 @@ func TestReferenceRetentionInEvents(t *testing.T) {
 func TestReferenceSilentHeadIsSilentLoss(t *testing.T) {
 	skipShort(t)
 	_, c := probeOf(t, Options{Server: ownServer(map[string]any{"target": "reference", "retention_events": 50, "on_unresumable": "silent_head"}),
-		Protocols: []string{mcpwire.Version20251125}, Only: []string{PartEvents}, Limits: Limits{SearchRuns: 1}})
+		Protocols: []string{mcp.Version20251125}, Only: []string{PartEvents}, Limits: Limits{SearchRuns: 1}})
 	ans := c["cursor-evicted-answer"]
 	assert.Equal(t, Fail, ans.Status, ans.Evidence)
 	assert.Equal(t, "200, silent loss", ans.Figure)
@@ -53,7 +53,7 @@ func TestReferenceSilentHeadIsSilentLoss(t *testing.T) {
 func TestReferenceRetentionInTimeAndIdleTTL(t *testing.T) {
 	skipShort(t)
 	_, c := probeOf(t, Options{Server: ownServer(map[string]any{"target": "reference", "retention_age": "30s", "session_ttl": "1m"}),
-		Protocols: []string{mcpwire.Version20251125}, Only: []string{PartTime}, Limits: Limits{MaxAway: 2 * time.Minute}})
+		Protocols: []string{mcp.Version20251125}, Only: []string{PartTime}, Limits: Limits{MaxAway: 2 * time.Minute}})
 	ret, ttl := c["retention-seconds"], c["session-idle-ttl"]
 	require.Equal(t, Measured, ret.Status, ret.Evidence)
 	require.Equal(t, Measured, ttl.Status, ttl.Evidence)
@@ -66,7 +66,7 @@ func TestReferenceRetentionInTimeAndIdleTTL(t *testing.T) {
 func TestReferenceCancellationPerRevision(t *testing.T) {
 	skipShort(t)
 	_, c := probeOf(t, Options{Server: ownServer(map[string]any{"target": "reference"}),
-		Protocols: []string{mcpwire.Version20251125, mcpwire.Version20260728}, Only: []string{PartStreamClose}})
+		Protocols: []string{mcp.Version20251125, mcp.Version20260728}, Only: []string{PartStreamClose}})
 	for id, want := range map[string]Status{
 		"2025-11-25/stream-close-not-cancelled": Pass,
 		"2025-11-25/result-after-cut-kept":      Pass,
@@ -89,9 +89,9 @@ func TestSDKServersAgreeWithTheirNotes(t *testing.T) {
 		body      string
 		want      map[string]Status
 	}{
-		{"go-sdk", []string{mcpwire.Version20251125, mcpwire.Version20260728}, "400 Bad Request failed to replay events",
+		{"go-sdk", []string{mcp.Version20251125, mcp.Version20260728}, "400 Bad Request failed to replay events",
 			map[string]Status{"2025-11-25/result-after-cut-kept": Pass, "2026-07-28/stream-close-cancels": Fail}},
-		{"mcp-go", []string{mcpwire.Version20251125}, "400 Bad Request Unknown Last-Event-ID",
+		{"mcp-go", []string{mcp.Version20251125}, "400 Bad Request Unknown Last-Event-ID",
 			map[string]Status{"2025-11-25/result-after-cut-kept": Fail}},
 	} {
 		t.Run(tc.target, func(t *testing.T) {
@@ -129,7 +129,7 @@ func TestShopsAgreeWithTheirExperiments(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, c := probeOf(t, Options{Server: Server{Spec: map[string]any{"target": "command", "command": tc.argv}, Stream: rows, Effect: order},
-				Protocols: []string{mcpwire.Version20251125}, Only: []string{PartEvents, PartStreamClose, PartReissue}, Limits: Limits{SearchRuns: 1}})
+				Protocols: []string{mcp.Version20251125}, Only: []string{PartEvents, PartStreamClose, PartReissue}, Limits: Limits{SearchRuns: 1}})
 			for id, want := range tc.want {
 				assert.Equal(t, want, c[id].Status, "%s: %s", id, c[id].Evidence)
 			}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/harness/lab"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/wire"
 )
 
 // resumptionChecks read the baseline run: a few events missed, then a

@@ -7,7 +7,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/harness/lab"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/wire"
 )
 
 // resumeClass is how a server answered a client that came back with

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Reading what a run recorded on the wire. Everything a probe measures is
@@ -86,7 +86,7 @@ func (e *exchange) requestMessages() []wire.Message {
 // toolCall returns the exchange's tools/call of tool ("" any), if any.
 func (e *exchange) toolCall(tool string) (wire.Message, bool) {
 	for _, m := range e.requestMessages() {
-		if m.Method == mcpwire.MethodToolsCall && m.IsRequest() && (tool == "" || m.Tool == tool) {
+		if m.Method == mcp.MethodToolsCall && m.IsRequest() && (tool == "" || m.Tool == tool) {
 			return m, true
 		}
 	}
@@ -219,7 +219,7 @@ func (v *edgeView) sessionEvents(session string) []*wire.Record {
 func (v *edgeView) negotiated(session string) string {
 	for _, x := range v.exchanges {
 		for _, m := range x.requestMessages() {
-			if m.Method != mcpwire.MethodInitialize || x.resp == nil || x.session() != session {
+			if m.Method != mcp.MethodInitialize || x.resp == nil || x.session() != session {
 				continue
 			}
 			for _, r := range append([]*wire.Record{x.resp}, x.events...) {
@@ -238,7 +238,7 @@ func (v *edgeView) negotiated(session string) string {
 // any.
 func progressOf(r *wire.Record, token string) (int64, bool) {
 	for _, m := range r.Messages {
-		if m.Method == mcpwire.MethodProgress && m.Progress != nil && (token == "" || m.ProgressToken == token) {
+		if m.Method == mcp.MethodProgress && m.Progress != nil && (token == "" || m.ProgressToken == token) {
 			return int64(*m.Progress), true
 		}
 	}
@@ -248,7 +248,7 @@ func progressOf(r *wire.Record, token string) (int64, bool) {
 // totalOf returns the progress total an event carries, if any.
 func totalOf(r *wire.Record) (int64, bool) {
 	for _, m := range r.Messages {
-		if m.Method == mcpwire.MethodProgress && m.Total != nil {
+		if m.Method == mcp.MethodProgress && m.Total != nil {
 			return int64(*m.Total), true
 		}
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults/proxy"
 	"github.com/chaosrun/chaosrun/internal/exitcode"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/wire"
 	"github.com/spf13/cobra"
 )
 

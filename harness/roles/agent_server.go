@@ -21,8 +21,8 @@ import (
 	"github.com/chaosrun/chaosrun/targets/catalog"
 	"github.com/chaosrun/chaosrun/targets/gosdk"
 	"github.com/chaosrun/chaosrun/targets/mcpgo"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 	"github.com/spf13/cobra"
 )
 
@@ -184,7 +184,7 @@ func (f *serverFlags) build(cfg ServerConfig, clock runclock.Clock, stderr io.Wr
 		return srv, nil
 	case gosdk.Target:
 		c := gosdk.ServerConfigOf(cfg.Options.(*gosdk.ServerOptions))
-		c.Stateless = mcpwire.ModernVersion(cfg.Protocol) // how the SDK speaks 2026-07-28
+		c.Stateless = mcp.ModernVersion(cfg.Protocol) // how the SDK speaks 2026-07-28
 		c.DefaultChargeDuration, c.Recorder, c.Clock, c.Logger = chargeDuration, f.recorder(), clock, log
 		var srv *gosdk.Server
 		if srv, err = gosdk.NewServer(c); err == nil {

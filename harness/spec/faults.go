@@ -9,7 +9,7 @@ import (
 	"github.com/chaosrun/chaosrun/internal/field"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/catalog"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // roleBalancer is the balancer as a process fault names it; agents are
@@ -108,7 +108,7 @@ func (x *Experiment) validateControl(bad badFunc, p, kind string, c faults.Contr
 	if x.Server.Replicas > 1 {
 		bad(p+".kind", "%s reaches one server through its control endpoint, and server.replicas is %d: it would act on replica 1 alone", kind, x.Server.Replicas)
 	}
-	if c.Sessions && mcpwire.ModernVersion(x.Client.Protocol) {
+	if c.Sessions && mcp.ModernVersion(x.Client.Protocol) {
 		bad(p+".kind", "%s needs a session, and there are none at %s (client.protocol)", kind, x.Client.Protocol)
 	}
 	s, ok := catalog.Server(x.Server.Target)

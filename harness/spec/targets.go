@@ -8,7 +8,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/catalog"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // The tasks modes: off, the 2026-07-28 extension, or the experimental tasks
@@ -34,15 +34,15 @@ var taskModes = map[string]struct {
 	speaks        func(protocol string) bool
 	serverAt      string
 }{
-	TasksExtension: {"the tasks extension", "is", mcpwire.Version20260728, mcpwire.ModernVersion,
+	TasksExtension: {"the tasks extension", "is", mcp.Version20260728, mcp.ModernVersion,
 		"the tasks extension is a 2026-07-28 one, and client.protocol is %s"},
-	TasksLegacy: {"the 2025-11-25 tasks", "are", mcpwire.Version20251125, func(p string) bool { return p == mcpwire.Version20251125 },
+	TasksLegacy: {"the 2025-11-25 tasks", "are", mcp.Version20251125, func(p string) bool { return p == mcp.Version20251125 },
 		"the legacy tasks are those of 2025-11-25, and client.protocol is %s"},
 }
 
 // Protocols lists the client.protocol values, oldest first.
 func Protocols() []string {
-	return append(slices.Clone(mcpwire.Versions), mcpwire.Version20260728)
+	return append(slices.Clone(mcp.Versions), mcp.Version20260728)
 }
 
 // ServerTargets lists the server targets, the default first.
@@ -91,7 +91,7 @@ func Unspoken(client bool, target, protocol string) string {
 	var speaks []string
 	if client {
 		c, ok := catalog.Client(target)
-		if !ok || len(c.Protocols) == 0 && !mcpwire.ModernVersion(protocol) {
+		if !ok || len(c.Protocols) == 0 && !mcp.ModernVersion(protocol) {
 			return ""
 		}
 		speaks = c.Protocols
@@ -200,7 +200,7 @@ func (x *Experiment) validateClient(bad badFunc, oneOf oneOfFunc) {
 		why := cmp.Or(d.Refusal, "the {target} client is told no revision")
 		bad("client.protocol", "%s", strings.ReplaceAll(why, "{target}", c.Target))
 	}
-	if mcpwire.ModernVersion(c.Protocol) {
+	if mcp.ModernVersion(c.Protocol) {
 		x.validateModern(bad)
 	}
 	x.validateTasks(bad, d)

@@ -13,8 +13,8 @@ import (
 	"github.com/chaosrun/chaosrun/internal/dur"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/catalog"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 	"gopkg.in/yaml.v3"
 )
 
@@ -22,7 +22,7 @@ import (
 var (
 	Verdicts = []string{"pass", "fail", "inconclusive"}
 	// Tools are the built-in tools, whose calls the workload times.
-	Tools  = []string{mcpwire.ToolCharge, mcpwire.ToolChatty}
+	Tools  = []string{mcp.ToolCharge, mcp.ToolChatty}
 	nameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 )
 
@@ -49,7 +49,7 @@ func (x *Experiment) applyDefaults() {
 	}
 	def(&x.Server.Tasks, TasksOff)
 	def(&x.Client.Tasks, TasksOff)
-	def(&x.Client.Protocol, mcpwire.LatestVersion)
+	def(&x.Client.Protocol, mcp.LatestVersion)
 	x.applyBalancerDefaults()
 	if x.Workload.Clients == 0 {
 		x.Workload.Clients = 1
@@ -117,11 +117,11 @@ func (x *Experiment) validateWorkload(bad badFunc, oneOf oneOfFunc) {
 			}
 		}
 		switch c.Tool {
-		case mcpwire.ToolCharge:
+		case mcp.ToolCharge:
 			if n, ok := asInt(c.Args["amount_cents"]); !ok || n <= 0 {
 				bad(p+".args.amount_cents", "charge needs a positive integer amount_cents")
 			}
-		case mcpwire.ToolChatty:
+		case mcp.ToolChatty:
 			if n, ok := asInt(c.Args["events"]); !ok || n <= 0 || n > 1_000_000 {
 				bad(p+".args.events", "chatty needs an integer events between 1 and 1000000")
 			}
@@ -162,8 +162,8 @@ func (x *Experiment) validatePlaceholders(path string, v any, bad badFunc) {
 // toolArgs are the arguments each tool takes from a file; a call's duration
 // becomes duration_ms or interval_ms on the wire.
 var toolArgs = map[string][]string{
-	mcpwire.ToolCharge: {"amount_cents", "idempotency_key", "order_id"},
-	mcpwire.ToolChatty: {"events", "interval_ms"},
+	mcp.ToolCharge: {"amount_cents", "idempotency_key", "order_id"},
+	mcp.ToolChatty: {"events", "interval_ms"},
 }
 
 func sortedArgs(args map[string]any) []string {

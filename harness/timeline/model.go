@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/chaosrun/chaosrun/harness/check"
-	"github.com/chaosrun/chaosrun/sideeffects/wire"
+	"github.com/chaosrun/chaosrun/wire"
 )
 
 // Experiment is what one timeline is drawn from: an experiment's records,

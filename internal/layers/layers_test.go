@@ -29,11 +29,13 @@ type rule struct {
 
 // mayUse is the layering, one row for each top-level folder of the module.
 var mayUse = []rule{
-	{"cmd", []string{"harness", "faults", "sideeffects", "targets", "internal"}, "the CLI is on top"},
-	{"harness", []string{"faults", "sideeffects", "targets", "internal"}, "the harness is a library: the CLI sits on it, not under it"},
-	{"faults", []string{"sideeffects", "targets", "internal"}, "a leaf imports no harness or cmd code"},
-	{"targets", []string{"faults", "sideeffects", "internal"}, "a leaf imports no harness or cmd code"},
-	{"sideeffects", []string{"faults", "internal"}, "the ledger is a leaf and knows no targets: joining it with client histories is the checker's job"},
+	{"cmd", []string{"harness", "faults", "sideeffects", "targets", "wire", "internal"}, "the CLI is on top"},
+	{"harness", []string{"faults", "sideeffects", "targets", "wire", "internal"}, "the harness is a library: the CLI sits on it, not under it"},
+	{"faults", []string{"sideeffects", "targets", "wire", "internal"}, "a leaf imports no harness or cmd code"},
+	{"targets", []string{"faults", "sideeffects", "wire", "internal"}, "a leaf imports no harness or cmd code"},
+	{"sideeffects", []string{"wire", "internal"}, "the ledger is a witness below the faults and the targets: joining it with client histories is the checker's job"},
+	{"wire", []string{"internal"}, "what crosses the wire (the record format, the tap, MCP's vocabulary) sits below the faults and the targets that put it there"},
+	{"wire/mcp", nil, "MCP's vocabulary is a leaf that every part speaks: it imports nothing of the module"},
 	{"internal", nil, "internal is below all"},
 	{"examples", []string{"targets/byo", "internal"}, "an example target knows chaosrun's contract (targets/byo), not its code"},
 	{"scripts", nil, "the scripts' tests run them as a user does, importing no code of the module"},
@@ -102,11 +104,14 @@ func TestViolations(t *testing.T) {
 		want  [][]string // the chain of each violation
 	}{
 		{"the layering as it stands", map[string]pkg{
-			"cmd/chaosrun":  {imports: []string{"harness"}},
-			"harness":       {imports: []string{"harness/check", "faults"}},
-			"harness/check": {imports: []string{"sideeffects", "targets/history"}},
-			"sideeffects":   {imports: []string{"internal/appendlog"}},
-			"targets/e2e":   {tests: []string{"sideeffects", "targets/server"}},
+			"cmd/chaosrun":   {imports: []string{"harness"}},
+			"harness":        {imports: []string{"harness/check", "faults"}},
+			"harness/check":  {imports: []string{"sideeffects", "targets/history", "wire"}},
+			"sideeffects":    {imports: []string{"internal/appendlog"}},
+			"targets/e2e":    {tests: []string{"sideeffects", "targets/server"}},
+			"targets/server": {imports: []string{"wire/mcp"}},
+			"faults/proxy":   {imports: []string{"wire/observer"}},
+			"wire/observer":  {imports: []string{"wire", "wire/mcp", "internal/runclock"}},
 		}, nil},
 		{"a leaf importing the harness", map[string]pkg{
 			"targets/server": {imports: []string{"harness/check"}},
@@ -115,9 +120,19 @@ func TestViolations(t *testing.T) {
 			"sideeffects": {imports: []string{"targets/history"}},
 		}, [][]string{{"sideeffects", "targets/history"}}},
 		{"through packages each allowed on its own", map[string]pkg{
+			"examples/byo-client": {imports: []string{"targets/byo"}},
+			"targets/byo":         {imports: []string{"wire/mcp"}},
+		}, [][]string{{"examples/byo-client", "targets/byo", "wire/mcp"}}},
+		{"the ledger importing a fault", map[string]pkg{
 			"sideeffects": {imports: []string{"faults"}},
-			"faults":      {imports: []string{"targets/mcpwire"}},
-		}, [][]string{{"sideeffects", "faults", "targets/mcpwire"}}},
+		}, [][]string{{"sideeffects", "faults"}}},
+		{"the wire importing what sits on it", map[string]pkg{
+			"wire/observer": {imports: []string{"wire"}, tests: []string{"faults/proxy"}},
+			"wire":          {imports: []string{"wire/mcp", "sideeffects"}},
+		}, [][]string{{"wire", "sideeffects"}, {"wire/observer", "faults/proxy"}, {"wire/observer", "wire", "sideeffects"}}},
+		{"MCP's vocabulary importing the record format", map[string]pkg{
+			"wire/mcp": {imports: []string{"wire"}},
+		}, [][]string{{"wire/mcp", "wire"}}},
 		{"a test's import counts", map[string]pkg{
 			"faults": {tests: []string{"harness"}},
 		}, [][]string{{"faults", "harness"}}},
@@ -126,15 +141,15 @@ func TestViolations(t *testing.T) {
 			"targets/history": {tests: []string{"harness/check"}},
 		}, [][]string{{"targets/history", "harness/check"}}},
 		{"internal above something", map[string]pkg{
-			"internal/runclock": {imports: []string{"targets/mcpwire"}},
-		}, [][]string{{"internal/runclock", "targets/mcpwire"}}},
+			"internal/runclock": {imports: []string{"wire/mcp"}},
+		}, [][]string{{"internal/runclock", "wire/mcp"}}},
 		{"an example knows the contract, not the targets", map[string]pkg{
 			"examples/byo-server": {imports: []string{"targets/byo", "targets/server"}},
 			"targets/byo":         {imports: []string{"internal/runclock"}},
 		}, [][]string{{"examples/byo-server", "targets/server"}}},
 		{"a folder with no row", map[string]pkg{
-			"wire": {imports: []string{"internal/runclock"}},
-		}, [][]string{{"wire"}}},
+			"tools/gen": {imports: []string{"internal/runclock"}},
+		}, [][]string{{"tools/gen"}}},
 		{"a runtime that knows experiments", map[string]pkg{
 			"harness/docker": {imports: []string{"harness/agent", "harness/spec"}},
 			"harness/spec":   {imports: []string{"targets/catalog"}},

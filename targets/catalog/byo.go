@@ -12,7 +12,7 @@ import (
 	"github.com/chaosrun/chaosrun/internal/field"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/byo"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // CommandOptions are a server of target command: the program the server
@@ -143,7 +143,7 @@ var (
 	}
 )
 
-func allRevisions() []string { return append(slices.Clone(mcpwire.Versions), mcpwire.Version20260728) }
+func allRevisions() []string { return append(slices.Clone(mcp.Versions), mcp.Version20260728) }
 
 func first(s []string) string {
 	if len(s) == 0 {

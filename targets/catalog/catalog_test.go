@@ -11,7 +11,7 @@ import (
 	"github.com/chaosrun/chaosrun/internal/dur"
 	"github.com/chaosrun/chaosrun/internal/field"
 	"github.com/chaosrun/chaosrun/targets"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // described is every target's name, role and options, for the tests that
@@ -40,7 +40,7 @@ func TestNamesAreUniqueAndTheDefaultsListed(t *testing.T) {
 		assert.False(t, seen[key], "%s is listed once", key)
 		seen[key] = true
 		for _, p := range d.protocols {
-			assert.Contains(t, append(mcpwire.Versions, mcpwire.Version20260728), p, "%s speaks a revision there is", key)
+			assert.Contains(t, append(mcp.Versions, mcp.Version20260728), p, "%s speaks a revision there is", key)
 		}
 		got, ok := Server(d.name)
 		if d.role == "server" {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Target names.
@@ -47,7 +47,7 @@ var errStopped = errors.New("server closed the session")
 // when every call has an outcome, when the client must stop (a server close
 // event; Run then returns nil), or when ctx ends (Run returns ctx's error).
 // A zero opts.Backoff means 100ms initial, 5s cap, 8 retries, and an empty
-// opts.Protocol asks for mcpwire.LatestVersion.
+// opts.Protocol asks for mcp.LatestVersion.
 // A call that could not be resolved is recorded as unknown, never silently
 // dropped; the one exception is a resumable client with a file cursor whose
 // ctx ends mid-call: the call stays in flight in the cursor, and the next
@@ -86,7 +86,7 @@ func newAgent(target string, opts workload.Options, c workload.Client) (*agent, 
 		opts.Backoff = defaultBackoff()
 	}
 	if opts.Protocol == "" {
-		opts.Protocol = mcpwire.LatestVersion
+		opts.Protocol = mcp.LatestVersion
 	}
 	log := opts.Logger
 	if log == nil {
@@ -95,7 +95,7 @@ func newAgent(target string, opts workload.Options, c workload.Client) (*agent, 
 	h := fnv.New64a()
 	h.Write([]byte(c.ID))
 	cn := newConn(opts.Endpoint, opts.ReadTimeout)
-	cn.modern, cn.client = mcpwire.ModernVersion(opts.Protocol), c.ID
+	cn.modern, cn.client = mcp.ModernVersion(opts.Protocol), c.ID
 	cn.tasks = cn.modern && opts.Tasks == TasksExtension && target == TargetResumable
 	cn.legacyTasks = !cn.modern && opts.Tasks == TasksLegacy && target == TargetResumable
 	return &agent{
@@ -188,16 +188,16 @@ func (a *agent) newStream(call workload.Call, attempt int) (*stream, error) {
 	}
 	n := a.takeID()
 	id := a.requestID(n)
-	cp := mcpwire.CallParams{Name: call.Tool, Arguments: args, Meta: a.conn.meta(json.RawMessage(id))}
+	cp := mcp.CallParams{Name: call.Tool, Arguments: args, Meta: a.conn.meta(json.RawMessage(id))}
 	if a.conn.taskTool(call.Tool) {
-		cp.Task = &mcpwire.TaskParams{}
+		cp.Task = &mcp.TaskParams{}
 	}
 	params, err := json.Marshal(cp)
 	if err != nil {
 		return nil, fmt.Errorf("client %s: call %s: %w", a.client.ID, call.ID, err)
 	}
-	req := mcpwire.Message{JSONRPC: "2.0", ID: id, Method: mcpwire.MethodToolsCall, Params: params}
-	return &stream{call: call, req: req, session: a.conn.session, requestID: mcpwire.IDString(id), attempt: attempt}, nil
+	req := mcp.Message{JSONRPC: "2.0", ID: id, Method: mcp.MethodToolsCall, Params: params}
+	return &stream{call: call, req: req, session: a.conn.session, requestID: mcp.IDString(id), attempt: attempt}, nil
 }
 
 // requestID renders request number n as a JSON-RPC id: the number within a
@@ -221,7 +221,7 @@ func (a *agent) invokeRecord(s *stream) {
 func (a *agent) outcomeRecord(s *stream, out *outcome) {
 	r := history.Record{
 		Kind: out.kind, Call: s.call.ID, OrderID: s.call.OrderID(),
-		Session: s.session, RequestID: s.requestID, Reason: out.reason, EventID: mcpwire.EventNumber(out.eventID),
+		Session: s.session, RequestID: s.requestID, Reason: out.reason, EventID: mcp.EventNumber(out.eventID),
 	}
 	if out.read {
 		r.Result = history.ResultRead

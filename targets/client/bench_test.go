@@ -13,8 +13,8 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // BenchmarkCursorSave measures one durable cursor move, the cost a file
@@ -40,13 +40,13 @@ func BenchmarkReadEvents(b *testing.B) {
 	const events = 1000
 	var body bytes.Buffer
 	for i := 1; i <= events; i++ {
-		n, _ := mcpwire.NewNotification(mcpwire.MethodProgress, mcpwire.ProgressParams{ProgressToken: 2, Progress: float64(i)})
+		n, _ := mcp.NewNotification(mcp.MethodProgress, mcp.ProgressParams{ProgressToken: 2, Progress: float64(i)})
 		data, _ := json.Marshal(n)
-		require.NoError(b, mcpwire.WriteEvent(&body, mcpwire.Event{ID: fmt.Sprint(i), Data: data}))
+		require.NoError(b, mcp.WriteEvent(&body, mcp.Event{ID: fmt.Sprint(i), Data: data}))
 	}
-	res, _ := mcpwire.NewResult(json.RawMessage("2"), okResult())
+	res, _ := mcp.NewResult(json.RawMessage("2"), okResult())
 	data, _ := json.Marshal(res)
-	require.NoError(b, mcpwire.WriteEvent(&body, mcpwire.Event{ID: fmt.Sprint(events + 1), Data: data}))
+	require.NoError(b, mcp.WriteEvent(&body, mcp.Event{ID: fmt.Sprint(events + 1), Data: data}))
 	for _, name := range []string{CursorMemory, CursorFile} {
 		b.Run(name, func(b *testing.B) {
 			opts := workload.Options{Endpoint: "http://127.0.0.1:1/mcp", Cursor: name, CursorDir: b.TempDir(),
@@ -58,7 +58,7 @@ func BenchmarkReadEvents(b *testing.B) {
 			r := &resumable{agent: a, store: st, cur: Cursor{Client: "c1", InFlight: &InFlight{Call: "x"}}}
 			for b.Loop() {
 				x := &exchange{
-					resp:   &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {mcpwire.ContentTypeSSE}}, Body: io.NopCloser(bytes.NewReader(body.Bytes()))},
+					resp:   &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {mcp.ContentTypeSSE}}, Body: io.NopCloser(bytes.NewReader(body.Bytes()))},
 					cancel: func() {}, wd: newWatchdog(0, nil),
 				}
 				s := &stream{call: chatty("x", events), requestID: "2", persist: r.persister()}

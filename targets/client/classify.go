@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"syscall"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // ErrSilent is the transport error of a stream that stayed silent for
@@ -182,7 +182,7 @@ func parseLost(body []byte) (head, reason string) {
 	}
 	for _, id := range []json.RawMessage{b.Resume, b.Head} {
 		if s := string(id); len(id) > 0 && s != "null" && s != "0" && s != `""` {
-			return mcpwire.IDString(id), b.Error
+			return mcp.IDString(id), b.Error
 		}
 	}
 	return "", b.Error

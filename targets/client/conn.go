@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // maxErrorBody bounds how much of a non-2xx body is kept for classification.
@@ -191,38 +191,38 @@ func (c *conn) do(ctx context.Context, method string, body []byte, lastEventID s
 
 func (c *conn) headers(req *http.Request, method, lastEventID string) {
 	if method == http.MethodPost {
-		req.Header.Set("Content-Type", mcpwire.ContentTypeJSON)
-		req.Header.Set("Accept", mcpwire.ContentTypeJSON+", "+mcpwire.ContentTypeSSE)
+		req.Header.Set("Content-Type", mcp.ContentTypeJSON)
+		req.Header.Set("Accept", mcp.ContentTypeJSON+", "+mcp.ContentTypeSSE)
 	} else {
-		req.Header.Set("Accept", mcpwire.ContentTypeSSE)
+		req.Header.Set("Accept", mcp.ContentTypeSSE)
 	}
 	if c.session != "" {
-		req.Header.Set(mcpwire.HeaderSessionID, c.session)
+		req.Header.Set(mcp.HeaderSessionID, c.session)
 	}
 	switch {
 	case c.modern:
-		req.Header.Set(mcpwire.HeaderProtocolVersion, mcpwire.Version20260728)
+		req.Header.Set(mcp.HeaderProtocolVersion, mcp.Version20260728)
 	case c.protocol != "":
-		req.Header.Set(mcpwire.HeaderProtocolVersion, c.protocol)
+		req.Header.Set(mcp.HeaderProtocolVersion, c.protocol)
 	}
 	if lastEventID != "" {
-		req.Header.Set(mcpwire.HeaderLastEventID, lastEventID)
+		req.Header.Set(mcp.HeaderLastEventID, lastEventID)
 	}
 }
 
 // post sends one JSON-RPC message; at 2026-07-28 with its method and name
 // mirrored into Mcp-Method and Mcp-Name.
-func (c *conn) post(ctx context.Context, m mcpwire.Message) (*exchange, error) {
+func (c *conn) post(ctx context.Context, m mcp.Message) (*exchange, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("marshal %s: %w", m.Method, err)
 	}
 	var extra http.Header
 	if c.modern && m.Method != "" {
-		extra = http.Header{http.CanonicalHeaderKey(mcpwire.HeaderMethod): {m.Method}}
-		if member, named := mcpwire.NamedMethod(m.Method); named {
-			if f, ok := mcpwire.ReadRequestFields(m.Params); ok {
-				extra[http.CanonicalHeaderKey(mcpwire.HeaderName)] = []string{mcpwire.EncodeHeaderValue(f.Member(member))}
+		extra = http.Header{http.CanonicalHeaderKey(mcp.HeaderMethod): {m.Method}}
+		if member, named := mcp.NamedMethod(m.Method); named {
+			if f, ok := mcp.ReadRequestFields(m.Params); ok {
+				extra[http.CanonicalHeaderKey(mcp.HeaderName)] = []string{mcp.EncodeHeaderValue(f.Member(member))}
 			}
 		}
 	}
@@ -236,14 +236,14 @@ func (c *conn) resume(ctx context.Context, lastEventID string) (*exchange, error
 
 // meta is the _meta of a request on this connection: the progress token,
 // and at 2026-07-28 the version, the client's identity and capabilities.
-func (c *conn) meta(progressToken any) *mcpwire.RequestMeta {
-	m := &mcpwire.RequestMeta{ProgressToken: progressToken}
+func (c *conn) meta(progressToken any) *mcp.RequestMeta {
+	m := &mcp.RequestMeta{ProgressToken: progressToken}
 	if c.modern {
-		m.ProtocolVersion = mcpwire.Version20260728
-		m.ClientInfo = &mcpwire.Implementation{Name: c.client, Version: "chaosrun"}
+		m.ProtocolVersion = mcp.Version20260728
+		m.ClientInfo = &mcp.Implementation{Name: c.client, Version: "chaosrun"}
 		m.ClientCapabilities = json.RawMessage(`{}`)
 		if c.tasks {
-			m.ClientCapabilities = json.RawMessage(`{"extensions":{"` + mcpwire.ExtensionTasks + `":{}}}`)
+			m.ClientCapabilities = json.RawMessage(`{"extensions":{"` + mcp.ExtensionTasks + `":{}}}`)
 		}
 	}
 	return m
@@ -254,9 +254,9 @@ func (c *conn) meta(progressToken any) *mcpwire.RequestMeta {
 // server that does not (a legacy one, or one that refuses) is an error:
 // the experiment asked for 2026-07-28, so the client does not fall back.
 func (c *conn) discover(ctx context.Context, id json.RawMessage) error {
-	req := mcpwire.Message{JSONRPC: "2.0", ID: id, Method: mcpwire.MethodDiscover}
+	req := mcp.Message{JSONRPC: "2.0", ID: id, Method: mcp.MethodDiscover}
 	params, err := json.Marshal(struct {
-		Meta *mcpwire.RequestMeta `json:"_meta"`
+		Meta *mcp.RequestMeta `json:"_meta"`
 	}{c.meta(nil)})
 	if err != nil {
 		return fmt.Errorf("server/discover: %w", err)
@@ -277,14 +277,14 @@ func (c *conn) discover(ctx context.Context, id json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("server/discover: %w", err)
 	}
-	var dr mcpwire.DiscoverResult
+	var dr mcp.DiscoverResult
 	if err := json.Unmarshal(res.Result, &dr); err != nil {
 		return fmt.Errorf("server/discover: result: %w", err)
 	}
-	if !slices.Contains(dr.SupportedVersions, mcpwire.Version20260728) {
-		return fmt.Errorf("server/discover: the server does not speak %s (it lists %v)", mcpwire.Version20260728, dr.SupportedVersions)
+	if !slices.Contains(dr.SupportedVersions, mcp.Version20260728) {
+		return fmt.Errorf("server/discover: the server does not speak %s (it lists %v)", mcp.Version20260728, dr.SupportedVersions)
 	}
-	c.live, c.session, c.protocol = true, "", mcpwire.Version20260728
+	c.live, c.session, c.protocol = true, "", mcp.Version20260728
 	return nil
 }
 
@@ -292,10 +292,10 @@ func (c *conn) discover(ctx context.Context, id json.RawMessage) error {
 // sets the connection's session and negotiated protocol.
 func (c *conn) initialize(ctx context.Context, id int64, client, version string) error {
 	c.drop()
-	req, err := mcpwire.NewRequest(id, mcpwire.MethodInitialize, mcpwire.InitializeParams{
+	req, err := mcp.NewRequest(id, mcp.MethodInitialize, mcp.InitializeParams{
 		ProtocolVersion: version,
 		Capabilities:    json.RawMessage(`{}`),
-		ClientInfo:      mcpwire.Implementation{Name: client, Version: "chaosrun"},
+		ClientInfo:      mcp.Implementation{Name: client, Version: "chaosrun"},
 	})
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
@@ -315,14 +315,14 @@ func (c *conn) initialize(ctx context.Context, id int64, client, version string)
 	if err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
-	var ir mcpwire.InitializeResult
+	var ir mcp.InitializeResult
 	if err := json.Unmarshal(res.Result, &ir); err != nil {
 		return fmt.Errorf("initialize: result: %w", err)
 	}
-	if !mcpwire.SupportedVersion(ir.ProtocolVersion) {
+	if !mcp.SupportedVersion(ir.ProtocolVersion) {
 		return fmt.Errorf("initialize: server chose unsupported protocol version %q", ir.ProtocolVersion)
 	}
-	c.session, c.protocol = x.resp.Header.Get(mcpwire.HeaderSessionID), ir.ProtocolVersion
+	c.session, c.protocol = x.resp.Header.Get(mcp.HeaderSessionID), ir.ProtocolVersion
 	if err := c.initialized(ctx); err != nil {
 		c.drop()
 		return err
@@ -350,7 +350,7 @@ func serverRunsToolTasks(caps json.RawMessage) bool {
 // execution.taskSupport optional or required. One page is read: the
 // targets list two tools.
 func (c *conn) listTaskTools(ctx context.Context, id int64) (map[string]bool, error) {
-	req, err := mcpwire.NewRequest(id, mcpwire.MethodToolsList, nil)
+	req, err := mcp.NewRequest(id, mcp.MethodToolsList, nil)
 	if err != nil {
 		return nil, fmt.Errorf("tools/list: %w", err)
 	}
@@ -382,7 +382,7 @@ func (c *conn) listTaskTools(ctx context.Context, id int64) (map[string]bool, er
 	}
 	out := map[string]bool{}
 	for _, t := range l.Tools {
-		if t.Execution != nil && (t.Execution.TaskSupport == mcpwire.TaskSupportOptional || t.Execution.TaskSupport == mcpwire.TaskSupportRequired) {
+		if t.Execution != nil && (t.Execution.TaskSupport == mcp.TaskSupportOptional || t.Execution.TaskSupport == mcp.TaskSupportRequired) {
 			out[t.Name] = true
 		}
 	}
@@ -390,7 +390,7 @@ func (c *conn) listTaskTools(ctx context.Context, id int64) (map[string]bool, er
 }
 
 func (c *conn) initialized(ctx context.Context) error {
-	n, err := mcpwire.NewNotification(mcpwire.MethodInitialized, nil)
+	n, err := mcp.NewNotification(mcp.MethodInitialized, nil)
 	if err != nil {
 		return fmt.Errorf("initialized: %w", err)
 	}
@@ -425,8 +425,8 @@ func okStatus(resp *http.Response) error {
 
 // readResponse reads a JSON or SSE answer up to the response with the given
 // id, skipping everything else.
-func readResponse(ctx context.Context, x *exchange, id json.RawMessage) (mcpwire.Message, error) {
-	want := mcpwire.IDString(id)
+func readResponse(ctx context.Context, x *exchange, id json.RawMessage) (mcp.Message, error) {
+	want := mcp.IDString(id)
 	if isJSON(x.resp) {
 		m, err := readJSON(ctx, x)
 		if err == nil && m.IDString() != want {
@@ -435,17 +435,17 @@ func readResponse(ctx context.Context, x *exchange, id json.RawMessage) (mcpwire
 		x.answered = err == nil
 		return m, err
 	}
-	er := mcpwire.NewEventReader(x.resp.Body)
+	er := mcp.NewEventReader(x.resp.Body)
 	er.OnActivity = x.activity
 	for {
 		ev, err := er.Next()
 		if err != nil {
-			return mcpwire.Message{}, x.err(ctx, err)
+			return mcp.Message{}, x.err(ctx, err)
 		}
 		if len(ev.Data) == 0 {
 			continue
 		}
-		m, err := mcpwire.ParseMessage(ev.Data)
+		m, err := mcp.ParseMessage(ev.Data)
 		if err == nil && m.IsResponse() && m.IDString() == want {
 			x.answered = true
 			return m, nil
@@ -453,22 +453,22 @@ func readResponse(ctx context.Context, x *exchange, id json.RawMessage) (mcpwire
 	}
 }
 
-func readJSON(ctx context.Context, x *exchange) (mcpwire.Message, error) {
-	b, err := io.ReadAll(io.LimitReader(x.resp.Body, mcpwire.MaxEventBytes))
+func readJSON(ctx context.Context, x *exchange) (mcp.Message, error) {
+	b, err := io.ReadAll(io.LimitReader(x.resp.Body, mcp.MaxEventBytes))
 	if err != nil {
-		return mcpwire.Message{}, x.err(ctx, err)
+		return mcp.Message{}, x.err(ctx, err)
 	}
-	m, err := mcpwire.ParseMessage(b)
+	m, err := mcp.ParseMessage(b)
 	if err != nil {
-		return mcpwire.Message{}, err
+		return mcp.Message{}, err
 	}
 	if !m.IsResponse() {
-		return mcpwire.Message{}, errors.New("JSON answer is not a response")
+		return mcp.Message{}, errors.New("JSON answer is not a response")
 	}
 	return m, nil
 }
 
 func isJSON(resp *http.Response) bool {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	return mt == mcpwire.ContentTypeJSON
+	return mt == mcp.ContentTypeJSON
 }

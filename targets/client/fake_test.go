@@ -18,8 +18,8 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // seen is one request the scripted server received.
@@ -31,7 +31,7 @@ type seen struct {
 	accept      string
 	lastEventID string
 	hasLastID   bool
-	msg         mcpwire.Message
+	msg         mcp.Message
 	at          time.Time
 	remote      string // the client's address: one per connection
 }
@@ -42,7 +42,7 @@ type seen struct {
 type script struct {
 	t       *testing.T
 	srv     *httptest.Server
-	onCall  func(w http.ResponseWriter, r *http.Request, m mcpwire.Message, n int)
+	onCall  func(w http.ResponseWriter, r *http.Request, m mcp.Message, n int)
 	onGet   func(w http.ResponseWriter, r *http.Request, n int)
 	mu      sync.Mutex
 	reqs    []seen
@@ -63,13 +63,13 @@ func (s *script) url() string { return s.srv.URL + "/mcp" }
 func (s *script) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rec := seen{
-		method: r.Method, session: r.Header.Get(mcpwire.HeaderSessionID), protocol: r.Header.Get(mcpwire.HeaderProtocolVersion),
-		accept: r.Header.Get("Accept"), lastEventID: r.Header.Get(mcpwire.HeaderLastEventID),
-		hasLastID: len(r.Header.Values(mcpwire.HeaderLastEventID)) > 0, at: time.Now(),
+		method: r.Method, session: r.Header.Get(mcp.HeaderSessionID), protocol: r.Header.Get(mcp.HeaderProtocolVersion),
+		accept: r.Header.Get("Accept"), lastEventID: r.Header.Get(mcp.HeaderLastEventID),
+		hasLastID: len(r.Header.Values(mcp.HeaderLastEventID)) > 0, at: time.Now(),
 		remote: r.RemoteAddr,
 	}
 	if r.Method == http.MethodPost {
-		m, err := mcpwire.ParseMessage(body)
+		m, err := mcp.ParseMessage(body)
 		assert.NoError(s.t, err)
 		rec.rpc, rec.msg = m.Method, m
 	}
@@ -80,20 +80,20 @@ func (s *script) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet:
 		s.gets++
 		n = s.gets
-	case rec.rpc == mcpwire.MethodToolsCall:
+	case rec.rpc == mcp.MethodToolsCall:
 		s.calls++
 		n = s.calls
-	case rec.rpc == mcpwire.MethodInitialize:
+	case rec.rpc == mcp.MethodInitialize:
 		s.session++
 		n = s.session
 	}
 	s.mu.Unlock()
 	switch {
-	case rec.rpc == mcpwire.MethodInitialize:
+	case rec.rpc == mcp.MethodInitialize:
 		s.initialize(w, rec.msg, n)
-	case rec.rpc == mcpwire.MethodInitialized:
+	case rec.rpc == mcp.MethodInitialized:
 		w.WriteHeader(http.StatusAccepted)
-	case rec.rpc == mcpwire.MethodToolsCall:
+	case rec.rpc == mcp.MethodToolsCall:
 		s.onCall(w, r, rec.msg, n)
 	case r.Method == http.MethodGet && s.onGet != nil:
 		s.onGet(w, r, n)
@@ -102,13 +102,13 @@ func (s *script) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *script) initialize(w http.ResponseWriter, m mcpwire.Message, n int) {
-	var p mcpwire.InitializeParams
+func (s *script) initialize(w http.ResponseWriter, m mcp.Message, n int) {
+	var p mcp.InitializeParams
 	assert.NoError(s.t, json.Unmarshal(m.Params, &p))
-	res, err := mcpwire.NewResult(m.ID, mcpwire.InitializeResult{ProtocolVersion: p.ProtocolVersion, Capabilities: json.RawMessage(`{}`)})
+	res, err := mcp.NewResult(m.ID, mcp.InitializeResult{ProtocolVersion: p.ProtocolVersion, Capabilities: json.RawMessage(`{}`)})
 	assert.NoError(s.t, err)
-	w.Header().Set(mcpwire.HeaderSessionID, fmt.Sprintf("s%d", n))
-	w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
+	w.Header().Set(mcp.HeaderSessionID, fmt.Sprintf("s%d", n))
+	w.Header().Set("Content-Type", mcp.ContentTypeJSON)
 	assert.NoError(s.t, json.NewEncoder(w).Encode(res))
 }
 
@@ -128,40 +128,40 @@ func (s *script) requests(kind string) []seen {
 
 // sse starts an SSE answer.
 func sse(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", mcpwire.ContentTypeSSE)
+	w.Header().Set("Content-Type", mcp.ContentTypeSSE)
 	w.WriteHeader(http.StatusOK)
 	flush(w)
 }
 
 func flush(w http.ResponseWriter) { _ = http.NewResponseController(w).Flush() }
 
-func send(t *testing.T, w http.ResponseWriter, ev mcpwire.Event) {
-	assert.NoError(t, mcpwire.WriteEvent(w, ev))
+func send(t *testing.T, w http.ResponseWriter, ev mcp.Event) {
+	assert.NoError(t, mcp.WriteEvent(w, ev))
 	flush(w)
 }
 
 func priming(t *testing.T, w http.ResponseWriter, id string, retry time.Duration) {
-	send(t, w, mcpwire.Event{ID: id, Retry: retry})
+	send(t, w, mcp.Event{ID: id, Retry: retry})
 }
 
 func progress(t *testing.T, w http.ResponseWriter, id string, token json.RawMessage, seq int) {
-	n, err := mcpwire.NewNotification(mcpwire.MethodProgress, mcpwire.ProgressParams{ProgressToken: token, Progress: float64(seq)})
+	n, err := mcp.NewNotification(mcp.MethodProgress, mcp.ProgressParams{ProgressToken: token, Progress: float64(seq)})
 	assert.NoError(t, err)
 	b, err := json.Marshal(n)
 	assert.NoError(t, err)
-	send(t, w, mcpwire.Event{ID: id, Data: b})
+	send(t, w, mcp.Event{ID: id, Data: b})
 }
 
-func result(t *testing.T, w http.ResponseWriter, id string, reqID json.RawMessage, r mcpwire.CallResult) {
-	m, err := mcpwire.NewResult(reqID, r)
+func result(t *testing.T, w http.ResponseWriter, id string, reqID json.RawMessage, r mcp.CallResult) {
+	m, err := mcp.NewResult(reqID, r)
 	assert.NoError(t, err)
 	b, err := json.Marshal(m)
 	assert.NoError(t, err)
-	send(t, w, mcpwire.Event{ID: id, Data: b})
+	send(t, w, mcp.Event{ID: id, Data: b})
 }
 
-func okResult() mcpwire.CallResult {
-	return mcpwire.CallResult{Content: []mcpwire.Content{{Type: "text", Text: "done"}}, StructuredContent: json.RawMessage(`{"charged":true}`)}
+func okResult() mcp.CallResult {
+	return mcp.CallResult{Content: []mcp.Content{{Type: "text", Text: "done"}}, StructuredContent: json.RawMessage(`{"charged":true}`)}
 }
 
 // reset cuts the connection under a handler with an RST.
@@ -176,7 +176,7 @@ func reset(t *testing.T, w http.ResponseWriter) {
 }
 
 // token is the progress token a tools/call carries.
-func token(t *testing.T, m mcpwire.Message) json.RawMessage {
+func token(t *testing.T, m mcp.Message) json.RawMessage {
 	var p struct {
 		Meta struct {
 			ProgressToken json.RawMessage `json:"progressToken"`
@@ -238,11 +238,11 @@ func kinds(recs []history.Record, k history.Kind) []history.Record {
 }
 
 func charge(id string) workload.Call {
-	return workload.Call{ID: id, Tool: mcpwire.ToolCharge, Args: map[string]any{"amount_cents": 4999}, Duration: 50 * time.Millisecond}
+	return workload.Call{ID: id, Tool: mcp.ToolCharge, Args: map[string]any{"amount_cents": 4999}, Duration: 50 * time.Millisecond}
 }
 
 func chatty(id string, events int) workload.Call {
-	return workload.Call{ID: id, Tool: mcpwire.ToolChatty, Args: map[string]any{"events": events}, Duration: 10 * time.Millisecond}
+	return workload.Call{ID: id, Tool: mcp.ToolChatty, Args: map[string]any{"events": events}, Duration: 10 * time.Millisecond}
 }
 
 func runClient(t *testing.T, target string, g *rig, calls ...workload.Call) error {

@@ -19,11 +19,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
-// sdkCharge and sdkChatty mirror mcpwire.ChargeArgs and mcpwire.ChattyArgs, so the
+// sdkCharge and sdkChatty mirror mcp.ChargeArgs and mcp.ChattyArgs, so the
 // go-sdk server sees the same argument shapes as the reference server.
 type sdkCharge struct {
 	OrderID        string `json:"order_id"`
@@ -56,14 +56,14 @@ type sdkServer struct {
 func newSDKServer(t *testing.T) *sdkServer {
 	s := &sdkServer{}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "go-sdk", Version: "v1.8.0"}, nil)
-	sdk.AddTool(srv, &sdk.Tool{Name: mcpwire.ToolCharge, Description: "charge a card"}, s.charge)
-	sdk.AddTool(srv, &sdk.Tool{Name: mcpwire.ToolChatty, Description: "emit progress"}, chattyTool)
+	sdk.AddTool(srv, &sdk.Tool{Name: mcp.ToolCharge, Description: "charge a card"}, s.charge)
+	sdk.AddTool(srv, &sdk.Tool{Name: mcp.ToolChatty, Description: "emit progress"}, chattyTool)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv },
 		&sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil)})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			s.mu.Lock()
-			s.resumes = append(s.resumes, r.Header.Get(mcpwire.HeaderLastEventID))
+			s.resumes = append(s.resumes, r.Header.Get(mcp.HeaderLastEventID))
 			s.mu.Unlock()
 		}
 		h.ServeHTTP(w, r)
@@ -120,14 +120,14 @@ func TestInteropGoSDKServer(t *testing.T) {
 	assert.Equal(t, int64(1), s.charges.Load())
 	var seqs []int64
 	for _, e := range kinds(recs, history.KindEvent) {
-		if e.Call == "c1-2" && e.Detail == mcpwire.MethodProgress {
+		if e.Call == "c1-2" && e.Detail == mcp.MethodProgress {
 			seqs = append(seqs, e.Seq)
 		}
 	}
 	assert.Equal(t, []int64{1, 2, 3, 4, 5}, seqs)
 	sessions := kinds(recs, history.KindSessionNew)
 	require.Len(t, sessions, 1)
-	assert.Equal(t, mcpwire.LatestVersion, sessions[0].Protocol)
+	assert.Equal(t, mcp.LatestVersion, sessions[0].Protocol)
 }
 
 func TestInteropGoSDKServerResumesAfterCut(t *testing.T) {

@@ -10,34 +10,34 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 func TestNaiveReinitializesAndRetries(t *testing.T) {
 	tests := []struct {
 		name  string
-		first func(t *testing.T, w http.ResponseWriter, m mcpwire.Message)
+		first func(t *testing.T, w http.ResponseWriter, m mcp.Message)
 		class string
 	}{
-		{"reset", func(t *testing.T, w http.ResponseWriter, m mcpwire.Message) {
+		{"reset", func(t *testing.T, w http.ResponseWriter, m mcp.Message) {
 			sse(w)
 			priming(t, w, "1", 0)
 			progress(t, w, "2", token(t, m), 1)
 			reset(t, w)
 		}, "reset"},
-		{"503", func(_ *testing.T, w http.ResponseWriter, _ mcpwire.Message) {
+		{"503", func(_ *testing.T, w http.ResponseWriter, _ mcp.Message) {
 			http.Error(w, "lb", http.StatusServiceUnavailable)
 		}, "status_503"},
-		{"close event", func(t *testing.T, w http.ResponseWriter, _ mcpwire.Message) {
+		{"close event", func(t *testing.T, w http.ResponseWriter, _ mcp.Message) {
 			sse(w)
-			send(t, w, mcpwire.Event{Type: mcpwire.EventClose, Data: []byte("{}")})
+			send(t, w, mcp.Event{Type: mcp.EventClose, Data: []byte("{}")})
 		}, "close_event"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newScript(t)
-			s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, n int) {
+			s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcp.Message, n int) {
 				if n == 1 {
 					tc.first(t, w, m)
 					return
@@ -48,12 +48,12 @@ func TestNaiveReinitializesAndRetries(t *testing.T) {
 			g := newRig(s.url())
 			require.NoError(t, runClient(t, TargetNaive, g, charge("c1-1")))
 
-			calls := s.requests(mcpwire.MethodToolsCall)
+			calls := s.requests(mcp.MethodToolsCall)
 			require.Len(t, calls, 2, "the same call is invoked again")
 			assert.Equal(t, "s1", calls[0].session)
 			assert.Equal(t, "s2", calls[1].session, "on a new session")
 			assert.Empty(t, s.requests(http.MethodGet), "the naive client never resumes")
-			for _, r := range s.requests(mcpwire.MethodToolsCall) {
+			for _, r := range s.requests(mcp.MethodToolsCall) {
 				assert.False(t, r.hasLastID)
 			}
 			recs := g.history(t)
@@ -75,14 +75,14 @@ func TestNaiveReinitializesAndRetries(t *testing.T) {
 
 func TestNaiveGivesUp(t *testing.T) {
 	s := newScript(t)
-	s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcpwire.Message, _ int) {
+	s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcp.Message, _ int) {
 		http.Error(w, "boom", http.StatusInternalServerError)
 	}
 	g := newRig(s.url())
 	g.opts.Backoff = workload.Backoff{Initial: 20 * time.Millisecond, Retries: 2}
 	require.NoError(t, runClient(t, TargetNaive, g, charge("c1-1")))
 
-	calls := s.requests(mcpwire.MethodToolsCall)
+	calls := s.requests(mcp.MethodToolsCall)
 	require.Len(t, calls, 3, "one call and two retries")
 	for i := 1; i < len(calls); i++ {
 		assert.GreaterOrEqual(t, calls[i].at.Sub(calls[i-1].at), 20*time.Millisecond, "Backoff.Initial between attempts")
@@ -137,7 +137,7 @@ func TestResumableInitializeFailure(t *testing.T) {
 func TestNaiveCancelledBetweenAttemptsIsUnknown(t *testing.T) {
 	s := newScript(t)
 	failed := make(chan struct{}, 1)
-	s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcpwire.Message, _ int) {
+	s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcp.Message, _ int) {
 		http.Error(w, "boom", http.StatusInternalServerError)
 		failed <- struct{}{}
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/chaosrun/chaosrun/internal/field"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Options are the naive and resumable clients' settings as an
@@ -115,4 +115,4 @@ var (
 	}
 )
 
-func protocols() []string { return append(slices.Clone(mcpwire.Versions), mcpwire.Version20260728) }
+func protocols() []string { return append(slices.Clone(mcp.Versions), mcp.Version20260728) }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Cursor store names (Options.Cursor).
@@ -299,7 +299,7 @@ func (r *resumable) reconnect(ctx context.Context, s *stream, attempt int, atOnc
 	}
 	rec := history.Record{
 		Kind: history.KindReconnect, Call: s.call.ID, Session: s.session, RequestID: s.requestID,
-		Attempt: attempt, LastEventID: mcpwire.EventNumber(s.lastID), DelayUS: delay.Microseconds(),
+		Attempt: attempt, LastEventID: mcp.EventNumber(s.lastID), DelayUS: delay.Microseconds(),
 	}
 	x, err := r.conn.resume(ctx, s.lastID)
 	switch {
@@ -323,7 +323,7 @@ func (r *resumable) reconnect(ctx context.Context, s *stream, attempt int, atOnc
 	}
 	rec.Result = "ok"
 	r.record(rec)
-	r.record(history.Record{Kind: history.KindResume, Call: s.call.ID, Session: s.session, RequestID: s.requestID, LastEventID: mcpwire.EventNumber(s.lastID)})
+	r.record(history.Record{Kind: history.KindResume, Call: s.call.ID, Session: s.session, RequestID: s.requestID, LastEventID: mcp.EventNumber(s.lastID)})
 	return x, Close{}, nil
 }
 
@@ -342,7 +342,7 @@ func (r *resumable) gap(s *stream, g *Gap) error {
 func (r *resumable) surfaceGap(s *stream, g *Gap) {
 	r.record(history.Record{
 		Kind: history.KindGap, Call: s.call.ID, Session: s.session, RequestID: s.requestID,
-		FromEventID: mcpwire.EventNumber(g.From), ToEventID: mcpwire.EventNumber(g.To), Reason: g.Reason,
+		FromEventID: mcp.EventNumber(g.From), ToEventID: mcp.EventNumber(g.To), Reason: g.Reason,
 	})
 }
 
@@ -356,7 +356,7 @@ func (r *resumable) modernBreak(ctx context.Context, s *stream, cl Close) (bool,
 	if !s.call.IsIdempotent() {
 		return false, r.settle(s, unknownOutcome(fmt.Sprintf(
 			"stream broke at %s (%s): closing it cancelled the call, which may have committed; not issuing a non-idempotent call without an idempotency key again",
-			mcpwire.Version20260728, cl.Class())))
+			mcp.Version20260728, cl.Class())))
 	}
 	if err := runclock.Sleep(ctx, r.backoff(s.attempt, s.retry)); err != nil {
 		return false, r.halt(ctx, s, err)

@@ -15,20 +15,20 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // lastCallID is the id of the latest tools/call, the one a resuming GET
 // belongs to: the scripts below only ever have one call in flight.
 func lastCallID(s *script) json.RawMessage {
-	calls := s.requests(mcpwire.MethodToolsCall)
+	calls := s.requests(mcp.MethodToolsCall)
 	return calls[len(calls)-1].msg.ID
 }
 
 func TestResumableReconnectsAfterReset(t *testing.T) {
 	s := newScript(t)
-	s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {
+	s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcp.Message, _ int) {
 		sse(w)
 		priming(t, w, "1", 5*time.Millisecond)
 		progress(t, w, "2", token(t, m), 1)
@@ -46,10 +46,10 @@ func TestResumableReconnectsAfterReset(t *testing.T) {
 	require.Len(t, gets, 1)
 	assert.Equal(t, "2", gets[0].lastEventID)
 	assert.Equal(t, "s1", gets[0].session)
-	assert.Equal(t, mcpwire.LatestVersion, gets[0].protocol)
-	assert.Equal(t, mcpwire.ContentTypeSSE, gets[0].accept)
-	require.Len(t, s.requests(mcpwire.MethodToolsCall), 1, "the charge is invoked once")
-	require.Len(t, s.requests(mcpwire.MethodInitialize), 1, "the session is kept")
+	assert.Equal(t, mcp.LatestVersion, gets[0].protocol)
+	assert.Equal(t, mcp.ContentTypeSSE, gets[0].accept)
+	require.Len(t, s.requests(mcp.MethodToolsCall), 1, "the charge is invoked once")
+	require.Len(t, s.requests(mcp.MethodInitialize), 1, "the session is kept")
 
 	recs := g.history(t)
 	require.Len(t, kinds(recs, history.KindOK), 1)
@@ -76,31 +76,31 @@ func TestResumableReconnectsAfterReset(t *testing.T) {
 
 func TestResumableRequestHeaders(t *testing.T) {
 	s := newScript(t)
-	s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {
+	s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcp.Message, _ int) {
 		sse(w)
 		result(t, w, "1", m.ID, okResult())
 	}
 	g := newRig(s.url())
-	g.opts.Protocol = mcpwire.Version20250618
+	g.opts.Protocol = mcp.Version20250618
 	require.NoError(t, runClient(t, TargetResumable, g, charge("o-1")))
 
-	init := s.requests(mcpwire.MethodInitialize)
+	init := s.requests(mcp.MethodInitialize)
 	require.Len(t, init, 1)
-	var p mcpwire.InitializeParams
+	var p mcp.InitializeParams
 	require.NoError(t, json.Unmarshal(init[0].msg.Params, &p))
 	assert.Equal(t, "c1", p.ClientInfo.Name)
-	assert.Equal(t, mcpwire.Version20250618, p.ProtocolVersion)
+	assert.Equal(t, mcp.Version20250618, p.ProtocolVersion)
 	assert.Empty(t, init[0].session)
-	for _, r := range append(s.requests(mcpwire.MethodInitialized), s.requests(mcpwire.MethodToolsCall)...) {
+	for _, r := range append(s.requests(mcp.MethodInitialized), s.requests(mcp.MethodToolsCall)...) {
 		assert.Equal(t, "s1", r.session, r.rpc)
-		assert.Equal(t, mcpwire.Version20250618, r.protocol, r.rpc)
+		assert.Equal(t, mcp.Version20250618, r.protocol, r.rpc)
 		assert.Equal(t, "application/json, text/event-stream", r.accept, r.rpc)
 		assert.False(t, r.hasLastID)
 	}
-	var cp mcpwire.CallParams
-	call := s.requests(mcpwire.MethodToolsCall)[0]
+	var cp mcp.CallParams
+	call := s.requests(mcp.MethodToolsCall)[0]
 	require.NoError(t, json.Unmarshal(call.msg.Params, &cp))
-	assert.Equal(t, mcpwire.ToolCharge, cp.Name)
+	assert.Equal(t, mcp.ToolCharge, cp.Name)
 	assert.JSONEq(t, `{"amount_cents":4999,"order_id":"o-1","duration_ms":50}`, string(cp.Arguments))
 	require.NotNil(t, cp.Meta)
 	assert.NotNil(t, cp.Meta.ProgressToken)
@@ -110,7 +110,7 @@ func TestResumableHonoursServerRetry(t *testing.T) {
 	const retry = 120 * time.Millisecond
 	s := newScript(t)
 	var cut time.Time
-	s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcpwire.Message, _ int) {
+	s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcp.Message, _ int) {
 		sse(w)
 		priming(t, w, "1", retry)
 		cut = time.Now()
@@ -133,7 +133,7 @@ func TestResumableHonoursServerRetry(t *testing.T) {
 
 func TestResumable404IsUnknownAndNotRetried(t *testing.T) {
 	s := newScript(t)
-	s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, n int) {
+	s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcp.Message, n int) {
 		if n == 1 {
 			sse(w)
 			priming(t, w, "1", 0)
@@ -147,7 +147,7 @@ func TestResumable404IsUnknownAndNotRetried(t *testing.T) {
 	g := newRig(s.url())
 	require.NoError(t, runClient(t, TargetResumable, g, charge("c1-1"), charge("c1-2")))
 
-	calls := s.requests(mcpwire.MethodToolsCall)
+	calls := s.requests(mcp.MethodToolsCall)
 	require.Len(t, calls, 2, "the lost charge is not invoked again; the next call is made")
 	assert.Equal(t, "s2", calls[1].session, "the next call runs on a new session")
 	recs := g.history(t)
@@ -165,7 +165,7 @@ func TestResumable404IsUnknownAndNotRetried(t *testing.T) {
 
 func TestResumable404ReinvokesIdempotentCall(t *testing.T) {
 	s := newScript(t)
-	s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, n int) {
+	s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcp.Message, n int) {
 		if n == 1 {
 			http.Error(w, "no session", http.StatusNotFound)
 			return
@@ -176,7 +176,7 @@ func TestResumable404ReinvokesIdempotentCall(t *testing.T) {
 	g := newRig(s.url())
 	require.NoError(t, runClient(t, TargetResumable, g, chatty("c1-1", 3)))
 
-	require.Len(t, s.requests(mcpwire.MethodToolsCall), 2)
+	require.Len(t, s.requests(mcp.MethodToolsCall), 2)
 	recs := g.history(t)
 	inv := kinds(recs, history.KindInvoke)
 	require.Len(t, inv, 2)
@@ -190,7 +190,7 @@ func TestResumableGapReconnectsAtHead(t *testing.T) {
 	for _, status := range []int{http.StatusGone, http.StatusConflict} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			s := newScript(t)
-			s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {
+			s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcp.Message, _ int) {
 				sse(w)
 				priming(t, w, "1", 0)
 				progress(t, w, "2", token(t, m), 1)
@@ -198,7 +198,7 @@ func TestResumableGapReconnectsAtHead(t *testing.T) {
 			}
 			s.onGet = func(w http.ResponseWriter, r *http.Request, n int) {
 				if n == 1 {
-					w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
+					w.Header().Set("Content-Type", mcp.ContentTypeJSON)
 					w.WriteHeader(status)
 					_, _ = w.Write([]byte(`{"error":"resume_window_exceeded","last_event_id":2,"oldest_retained_id":5,"head_event_id":7}`))
 					return
@@ -236,13 +236,13 @@ func TestResumableLostWithoutHeadNeverLoops(t *testing.T) {
 	for _, status := range []int{http.StatusConflict, http.StatusGone} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			s := newScript(t)
-			s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcpwire.Message, _ int) {
+			s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcp.Message, _ int) {
 				sse(w)
 				priming(t, w, "1", 0)
 				reset(t, w)
 			}
 			s.onGet = func(w http.ResponseWriter, _ *http.Request, _ int) {
-				w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
+				w.Header().Set("Content-Type", mcp.ContentTypeJSON)
 				w.WriteHeader(status)
 				_, _ = w.Write([]byte(`{"error":"stream_attached"}`))
 			}
@@ -265,15 +265,15 @@ func TestResumableLostWithoutHeadNeverLoops(t *testing.T) {
 
 func TestResumableCloseEventStops(t *testing.T) {
 	s := newScript(t)
-	s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcpwire.Message, _ int) {
+	s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcp.Message, _ int) {
 		sse(w)
 		priming(t, w, "1", 0)
-		send(t, w, mcpwire.Event{Type: mcpwire.EventClose, Data: []byte(`{"reason":"terminated"}`)})
+		send(t, w, mcp.Event{Type: mcp.EventClose, Data: []byte(`{"reason":"terminated"}`)})
 	}
 	g := newRig(s.url())
 	require.NoError(t, runClient(t, TargetResumable, g, charge("c1-1"), charge("c1-2")))
 
-	assert.Len(t, s.requests(mcpwire.MethodToolsCall), 1, "no call after the close event")
+	assert.Len(t, s.requests(mcp.MethodToolsCall), 1, "no call after the close event")
 	assert.Empty(t, s.requests(http.MethodGet), "no reconnect after the close event")
 	recs := g.history(t)
 	unk := kinds(recs, history.KindUnknown)
@@ -292,16 +292,16 @@ func TestResumableCloseEventStops(t *testing.T) {
 
 func TestResumableWithoutCursorIsUnknown(t *testing.T) {
 	s := newScript(t)
-	s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcpwire.Message, _ int) {
+	s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcp.Message, _ int) {
 		sse(w)
 		reset(t, w)
 	}
 	g := newRig(s.url())
-	g.opts.Protocol = mcpwire.Version20250326
+	g.opts.Protocol = mcp.Version20250326
 	require.NoError(t, runClient(t, TargetResumable, g, charge("c1-1")))
 
 	assert.Empty(t, s.requests(http.MethodGet), "nothing to resume from")
-	assert.Len(t, s.requests(mcpwire.MethodToolsCall), 1, "no blind retry")
+	assert.Len(t, s.requests(mcp.MethodToolsCall), 1, "no blind retry")
 	unk := kinds(g.history(t), history.KindUnknown)
 	require.Len(t, unk, 1)
 	assert.Contains(t, unk[0].Reason, "no event id")
@@ -311,34 +311,34 @@ func TestResumableOutcomes(t *testing.T) {
 	tests := []struct {
 		name   string
 		json   bool
-		result mcpwire.CallResult
+		result mcp.CallResult
 		rpcErr bool
 		want   history.Kind
 	}{
 		{name: "sse ok", result: okResult(), want: history.KindOK},
 		{name: "json ok", json: true, result: okResult(), want: history.KindOK},
-		{name: "tool error", result: mcpwire.CallResult{IsError: true, Content: []mcpwire.Content{{Type: "text", Text: "declined"}}}, want: history.KindFail},
+		{name: "tool error", result: mcp.CallResult{IsError: true, Content: []mcp.Content{{Type: "text", Text: "declined"}}}, want: history.KindFail},
 		{name: "rpc error", rpcErr: true, want: history.KindFail},
-		{name: "interrupted", result: mcpwire.CallResult{IsError: true, StructuredContent: json.RawMessage(`{"error":"interrupted_by_restart"}`)}, want: history.KindUnknown},
+		{name: "interrupted", result: mcp.CallResult{IsError: true, StructuredContent: json.RawMessage(`{"error":"interrupted_by_restart"}`)}, want: history.KindUnknown},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newScript(t)
-			s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {
-				msg, err := mcpwire.NewResult(m.ID, tc.result)
+			s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcp.Message, _ int) {
+				msg, err := mcp.NewResult(m.ID, tc.result)
 				assert.NoError(t, err)
 				if tc.rpcErr {
-					msg = mcpwire.NewError(m.ID, mcpwire.CodeInvalidParams, "bad args")
+					msg = mcp.NewError(m.ID, mcp.CodeInvalidParams, "bad args")
 				}
 				if tc.json {
-					w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
+					w.Header().Set("Content-Type", mcp.ContentTypeJSON)
 					assert.NoError(t, json.NewEncoder(w).Encode(msg))
 					return
 				}
 				b, err := json.Marshal(msg)
 				assert.NoError(t, err)
 				sse(w)
-				send(t, w, mcpwire.Event{ID: "5", Data: b})
+				send(t, w, mcp.Event{ID: "5", Data: b})
 			}
 			g := newRig(s.url())
 			require.NoError(t, runClient(t, TargetResumable, g, charge("c1-1")))
@@ -351,7 +351,7 @@ func TestResumableOutcomes(t *testing.T) {
 
 func TestResumableReadTimeout(t *testing.T) {
 	s := newScript(t)
-	s.onCall = func(w http.ResponseWriter, r *http.Request, _ mcpwire.Message, _ int) {
+	s.onCall = func(w http.ResponseWriter, r *http.Request, _ mcp.Message, _ int) {
 		sse(w)
 		priming(t, w, "1", 0)
 		<-r.Context().Done() // silent until the client gives up on it
@@ -371,7 +371,7 @@ func TestResumableReadTimeout(t *testing.T) {
 
 func TestResumableRetriesExhausted(t *testing.T) {
 	s := newScript(t)
-	s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcpwire.Message, _ int) {
+	s.onCall = func(w http.ResponseWriter, _ *http.Request, _ mcp.Message, _ int) {
 		sse(w)
 		priming(t, w, "1", 0)
 		reset(t, w)
@@ -387,14 +387,14 @@ func TestResumableRetriesExhausted(t *testing.T) {
 		assert.Equal(t, "status_503", rc.Result)
 	}
 	require.Len(t, kinds(recs, history.KindUnknown), 1)
-	assert.Len(t, s.requests(mcpwire.MethodToolsCall), 1)
+	assert.Len(t, s.requests(mcp.MethodToolsCall), 1)
 }
 
 // blockingCall answers a tools/call with a priming event and one progress
 // event, then holds the stream open until the client goes away; a GET
 // resumes it with the result.
 func blockingCall(t *testing.T, s *script, sent chan<- struct{}) {
-	s.onCall = func(w http.ResponseWriter, r *http.Request, m mcpwire.Message, n int) {
+	s.onCall = func(w http.ResponseWriter, r *http.Request, m mcp.Message, n int) {
 		sse(w)
 		priming(t, w, "1", 0)
 		progress(t, w, "2", token(t, m), 1)
@@ -445,12 +445,12 @@ func TestFileCursorSurvivesRestart(t *testing.T) {
 	assert.Empty(t, kinds(g.history(t), history.KindUnknown), "a call a restart will resume is not given up")
 
 	require.NoError(t, runClient(t, TargetResumable, g, calls...))
-	assert.Len(t, s.requests(mcpwire.MethodInitialize), 1, "the restarted client keeps the session")
+	assert.Len(t, s.requests(mcp.MethodInitialize), 1, "the restarted client keeps the session")
 	gets := s.requests(http.MethodGet)
 	require.Len(t, gets, 1)
 	assert.Equal(t, "2", gets[0].lastEventID)
 	assert.Equal(t, "s1", gets[0].session)
-	calls2 := s.requests(mcpwire.MethodToolsCall)
+	calls2 := s.requests(mcp.MethodToolsCall)
 	require.Len(t, calls2, 2, "the in-flight charge is not invoked again; the second call is made")
 	recs := g.history(t)
 	starts := kinds(recs, history.KindClientStart)
@@ -465,12 +465,12 @@ func TestFileCursorSurvivesRestart(t *testing.T) {
 
 	// A third run has nothing left to do.
 	require.NoError(t, runClient(t, TargetResumable, g, calls...))
-	assert.Len(t, s.requests(mcpwire.MethodToolsCall), 2)
+	assert.Len(t, s.requests(mcp.MethodToolsCall), 2)
 }
 
 func TestFileCursorWithoutEventIDIsUnknownOnRestart(t *testing.T) {
 	s := newScript(t)
-	s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {
+	s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcp.Message, _ int) {
 		sse(w)
 		result(t, w, "1", m.ID, okResult())
 	}
@@ -479,11 +479,11 @@ func TestFileCursorWithoutEventIDIsUnknownOnRestart(t *testing.T) {
 	// A cursor as a client killed between its intent and the first event
 	// leaves it.
 	require.NoError(t, NewFileStore(g.opts.CursorDir, "c1").Save(Cursor{
-		Client: "c1", Session: "s9", Protocol: mcpwire.LatestVersion, NextRequestID: 3,
+		Client: "c1", Session: "s9", Protocol: mcp.LatestVersion, NextRequestID: 3,
 		InFlight: &InFlight{Call: "c1-1", RequestID: "2", Attempt: 1},
 	}))
 	require.NoError(t, runClient(t, TargetResumable, g, charge("c1-1"), charge("c1-2")))
-	calls := s.requests(mcpwire.MethodToolsCall)
+	calls := s.requests(mcp.MethodToolsCall)
 	require.Len(t, calls, 1)
 	assert.Equal(t, "s9", calls[0].session, "the saved session is adopted")
 	assert.Equal(t, "3", calls[0].msg.IDString(), "request ids continue where the cursor left them")
@@ -502,8 +502,8 @@ func TestMemoryCursorStartsOver(t *testing.T) {
 
 	require.NoError(t, runClient(t, TargetResumable, g, calls...))
 	assert.Empty(t, s.requests(http.MethodGet), "a memory cursor has nothing to resume from")
-	assert.Len(t, s.requests(mcpwire.MethodInitialize), 2)
-	callsSeen := s.requests(mcpwire.MethodToolsCall)
+	assert.Len(t, s.requests(mcp.MethodInitialize), 2)
+	callsSeen := s.requests(mcp.MethodToolsCall)
 	require.Len(t, callsSeen, 2, "the restarted client invokes the charge again")
 	assert.Equal(t, "s2", callsSeen[1].session)
 	recs := kinds(g.history(t), history.KindClientStart)

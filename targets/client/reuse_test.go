@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // remotes lists the connection (the client's address) of every request the
@@ -32,9 +32,9 @@ func remotes(s *script) []string {
 func TestConnectionCarriesTheNextRequest(t *testing.T) {
 	// endedAfter answers with a stream that ends wait after the answer
 	// (with a wait, the end comes in a read of its own).
-	endedAfter := func(wait time.Duration) func(*script) func(http.ResponseWriter, *http.Request, mcpwire.Message, int) {
-		return func(*script) func(http.ResponseWriter, *http.Request, mcpwire.Message, int) {
-			return func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {
+	endedAfter := func(wait time.Duration) func(*script) func(http.ResponseWriter, *http.Request, mcp.Message, int) {
+		return func(*script) func(http.ResponseWriter, *http.Request, mcp.Message, int) {
+			return func(w http.ResponseWriter, _ *http.Request, m mcp.Message, _ int) {
 				sse(w)
 				priming(t, w, "1", 0)
 				result(t, w, "2", m.ID, okResult())
@@ -47,7 +47,7 @@ func TestConnectionCarriesTheNextRequest(t *testing.T) {
 		name   string
 		target string
 		// onCall answers every call; onGet, when set, every resume.
-		onCall func(s *script) func(w http.ResponseWriter, r *http.Request, m mcpwire.Message, n int)
+		onCall func(s *script) func(w http.ResponseWriter, r *http.Request, m mcp.Message, n int)
 		onGet  func(s *script) func(w http.ResponseWriter, r *http.Request, n int)
 		// conns is how many connections the session's requests used (a
 		// client that hangs on a held stream fails runClient's deadline).
@@ -58,17 +58,17 @@ func TestConnectionCarriesTheNextRequest(t *testing.T) {
 		{name: "resumable, streams end a little after the answer", target: TargetResumable, onCall: endedAfter(5 * time.Millisecond), conns: 1, outcome: 2},
 		{name: "naive, streams end", target: TargetNaive, onCall: ended, conns: 1, outcome: 2},
 		{name: "resumable, JSON answers", target: TargetResumable, conns: 1, outcome: 2,
-			onCall: func(s *script) func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {
-				return func(w http.ResponseWriter, _ *http.Request, m mcpwire.Message, _ int) {
-					res, err := mcpwire.NewResult(m.ID, okResult())
+			onCall: func(s *script) func(w http.ResponseWriter, _ *http.Request, m mcp.Message, _ int) {
+				return func(w http.ResponseWriter, _ *http.Request, m mcp.Message, _ int) {
+					res, err := mcp.NewResult(m.ID, okResult())
 					assert.NoError(t, err)
-					w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
+					w.Header().Set("Content-Type", mcp.ContentTypeJSON)
 					assert.NoError(t, json.NewEncoder(w).Encode(res))
 				}
 			}},
 		{name: "resumable, streams held open", target: TargetResumable, conns: 2, outcome: 2,
-			onCall: func(s *script) func(w http.ResponseWriter, r *http.Request, m mcpwire.Message, _ int) {
-				return func(w http.ResponseWriter, r *http.Request, m mcpwire.Message, _ int) {
+			onCall: func(s *script) func(w http.ResponseWriter, r *http.Request, m mcp.Message, _ int) {
+				return func(w http.ResponseWriter, r *http.Request, m mcp.Message, _ int) {
 					sse(w)
 					priming(t, w, "1", 0)
 					result(t, w, "2", m.ID, okResult())
@@ -76,8 +76,8 @@ func TestConnectionCarriesTheNextRequest(t *testing.T) {
 				}
 			}},
 		{name: "resumable, stream reset then resumed", target: TargetResumable, conns: 2, outcome: 2,
-			onCall: func(s *script) func(w http.ResponseWriter, r *http.Request, m mcpwire.Message, n int) {
-				return func(w http.ResponseWriter, r *http.Request, m mcpwire.Message, n int) {
+			onCall: func(s *script) func(w http.ResponseWriter, r *http.Request, m mcp.Message, n int) {
+				return func(w http.ResponseWriter, r *http.Request, m mcp.Message, n int) {
 					sse(w)
 					priming(t, w, "1", time.Millisecond)
 					if n == 1 {
@@ -90,7 +90,7 @@ func TestConnectionCarriesTheNextRequest(t *testing.T) {
 			onGet: func(s *script) func(w http.ResponseWriter, r *http.Request, n int) {
 				return func(w http.ResponseWriter, r *http.Request, n int) {
 					sse(w)
-					result(t, w, "2", s.requests(mcpwire.MethodToolsCall)[0].msg.ID, okResult())
+					result(t, w, "2", s.requests(mcp.MethodToolsCall)[0].msg.ID, okResult())
 				}
 			}},
 	}
@@ -110,7 +110,7 @@ func TestConnectionCarriesTheNextRequest(t *testing.T) {
 			}
 			assert.Len(t, seenOn, tc.conns, "connections used by %v", remotes(s))
 			assert.Len(t, kinds(g.history(t), history.KindOK), tc.outcome)
-			assert.Len(t, s.requests(mcpwire.MethodInitialize), 1, "one session")
+			assert.Len(t, s.requests(mcp.MethodInitialize), 1, "one session")
 		})
 	}
 }

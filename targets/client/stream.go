@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // ErrorInterrupted is the structuredContent error of a result the server
@@ -23,7 +23,7 @@ const ErrorInterrupted = "interrupted_by_restart"
 // request and the response stream it opened, resumed across breaks.
 type stream struct {
 	call      workload.Call
-	req       mcpwire.Message
+	req       mcp.Message
 	session   string
 	requestID string
 	attempt   int
@@ -72,9 +72,9 @@ func (a *agent) read(ctx context.Context, s *stream, x *exchange) (out *outcome,
 	}
 	mt, _, _ := mime.ParseMediaType(x.resp.Header.Get("Content-Type"))
 	switch mt {
-	case mcpwire.ContentTypeJSON:
+	case mcp.ContentTypeJSON:
 		return a.readJSONResult(ctx, s, x)
-	case mcpwire.ContentTypeSSE:
+	case mcp.ContentTypeSSE:
 		return a.readEvents(ctx, s, x)
 	}
 	return nil, Close{Err: fmt.Errorf("unexpected content type %q", mt), LastEventID: s.lastID}, false, nil
@@ -95,7 +95,7 @@ func (a *agent) readJSONResult(ctx context.Context, s *stream, x *exchange) (*ou
 }
 
 func (a *agent) readEvents(ctx context.Context, s *stream, x *exchange) (*outcome, Close, bool, error) {
-	er := mcpwire.NewEventReader(x.resp.Body)
+	er := mcp.NewEventReader(x.resp.Body)
 	er.OnActivity = x.activity
 	progressed := false
 	for {
@@ -109,7 +109,7 @@ func (a *agent) readEvents(ctx context.Context, s *stream, x *exchange) (*outcom
 		if ev.Retry > 0 {
 			s.retry = ev.Retry
 		}
-		if ev.Type == mcpwire.EventClose {
+		if ev.Type == mcp.EventClose {
 			return nil, Close{CloseEvent: true, LastEventID: s.lastID}, progressed, nil
 		}
 		out, err := a.handle(s, ev)
@@ -127,10 +127,10 @@ func (a *agent) readEvents(ctx context.Context, s *stream, x *exchange) (*outcom
 // handle takes one event: it moves the cursor (durably first, unless the
 // event is the result, whose cursor move the caller makes together with
 // settling the call) and records what the event carried.
-func (a *agent) handle(s *stream, ev mcpwire.Event) (*outcome, error) {
-	var msg *mcpwire.Message
+func (a *agent) handle(s *stream, ev mcp.Event) (*outcome, error) {
+	var msg *mcp.Message
 	if len(ev.Data) > 0 {
-		m, err := mcpwire.ParseMessage(ev.Data)
+		m, err := mcp.ParseMessage(ev.Data)
 		if err != nil {
 			a.log.Warn("unreadable event", "event_id", ev.ID, "err", err)
 		} else {
@@ -163,15 +163,15 @@ func (a *agent) handle(s *stream, ev mcpwire.Event) (*outcome, error) {
 func (a *agent) eventRecord(s *stream, id string, seq int64, detail string) {
 	a.record(history.Record{
 		Kind: history.KindEvent, Call: s.call.ID, Session: s.session, RequestID: s.requestID,
-		EventID: mcpwire.EventNumber(id), Seq: seq, Detail: detail,
+		EventID: mcp.EventNumber(id), Seq: seq, Detail: detail,
 	})
 }
 
-func progressSeq(m *mcpwire.Message) int64 {
-	if m.Method != mcpwire.MethodProgress {
+func progressSeq(m *mcp.Message) int64 {
+	if m.Method != mcp.MethodProgress {
 		return 0
 	}
-	var p mcpwire.ProgressParams
+	var p mcp.ProgressParams
 	if json.Unmarshal(m.Params, &p) != nil {
 		return 0
 	}
@@ -181,25 +181,25 @@ func progressSeq(m *mcpwire.Message) int64 {
 // resultOf reads a tools/call response: a JSON-RPC error or an isError
 // result fails, a result interrupted by a server restart is unknown, and
 // anything else is ok.
-func resultOf(m mcpwire.Message, eventID string) *outcome {
+func resultOf(m mcp.Message, eventID string) *outcome {
 	if m.Error != nil {
 		return &outcome{kind: history.KindFail, eventID: eventID, reason: m.Error.Error(), read: true}
 	}
 	var rt struct {
-		ResultType     string        `json:"resultType"`
-		TaskID         string        `json:"taskId"`
-		PollIntervalMs int64         `json:"pollIntervalMs"`
-		Task           *mcpwire.Task `json:"task"`
+		ResultType     string    `json:"resultType"`
+		TaskID         string    `json:"taskId"`
+		PollIntervalMs int64     `json:"pollIntervalMs"`
+		Task           *mcp.Task `json:"task"`
 	}
 	if json.Unmarshal(m.Result, &rt) == nil {
 		switch {
-		case rt.ResultType == mcpwire.ResultTask && rt.TaskID != "":
+		case rt.ResultType == mcp.ResultTask && rt.TaskID != "":
 			return &outcome{task: &taskHandle{id: rt.TaskID, poll: time.Duration(rt.PollIntervalMs) * time.Millisecond}}
 		case rt.Task != nil && rt.Task.TaskID != "": // a 2025-11-25 CreateTaskResult
 			return &outcome{task: &taskHandle{id: rt.Task.TaskID, poll: time.Duration(rt.Task.PollInterval) * time.Millisecond, legacy: true}}
 		}
 	}
-	var r mcpwire.CallResult
+	var r mcp.CallResult
 	if err := json.Unmarshal(m.Result, &r); err != nil {
 		return unknownOutcome(fmt.Sprintf("unreadable result: %v", err))
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // FuzzReadStream feeds arbitrary bodies to the reader of a call's stream:
@@ -30,9 +30,9 @@ func FuzzReadStream(f *testing.F) {
 		g := newRig("http://127.0.0.1:1/mcp")
 		a, err := newAgent(TargetResumable, g.opts, workload.Client{ID: "c1"})
 		require.NoError(t, err)
-		ct := mcpwire.ContentTypeJSON
+		ct := mcp.ContentTypeJSON
 		if sse {
-			ct = mcpwire.ContentTypeSSE
+			ct = mcp.ContentTypeSSE
 		}
 		x := &exchange{
 			resp:   &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {ct}}, Body: io.NopCloser(bytes.NewReader(body))},

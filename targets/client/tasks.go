@@ -10,7 +10,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // defaultTaskPoll is the polling interval when the server suggests none
@@ -89,17 +89,17 @@ func (r *resumable) pollTask(ctx context.Context, s *stream, th *taskHandle) err
 // while the task works (with the interval the server suggests now).
 func (r *resumable) getTask(ctx context.Context, s *stream, taskID string) (*outcome, time.Duration, *Close, error) {
 	params, err := json.Marshal(struct {
-		TaskID string               `json:"taskId"`
-		Meta   *mcpwire.RequestMeta `json:"_meta"`
+		TaskID string           `json:"taskId"`
+		Meta   *mcp.RequestMeta `json:"_meta"`
 	}{taskID, r.conn.meta(nil)})
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("tasks/get: %w", err)
 	}
-	m, cl, err := r.taskRPC(ctx, mcpwire.MethodTasksGet, params)
+	m, cl, err := r.taskRPC(ctx, mcp.MethodTasksGet, params)
 	if err != nil || cl != nil {
 		return nil, 0, cl, err
 	}
-	if m.Error != nil && m.Error.Code != mcpwire.CodeInvalidParams {
+	if m.Error != nil && m.Error.Code != mcp.CodeInvalidParams {
 		// Not an answer about the task (the server's store failed, say):
 		// polled again after the backoff, like a cut.
 		return nil, 0, &Close{Err: fmt.Errorf("tasks/get: %s (%d)", m.Error.Message, m.Error.Code)}, nil
@@ -111,7 +111,7 @@ func (r *resumable) getTask(ctx context.Context, s *stream, taskID string) (*out
 		Status         string          `json:"status"`
 		PollIntervalMs int64           `json:"pollIntervalMs"`
 		Result         json.RawMessage `json:"result"`
-		Error          *mcpwire.Error  `json:"error"`
+		Error          *mcp.Error      `json:"error"`
 	}
 	if err := json.Unmarshal(m.Result, &t); err != nil {
 		return unknownOutcome(fmt.Sprintf("task %s: unreadable tasks/get result: %v", taskID, err)), 0, nil, nil
@@ -120,7 +120,7 @@ func (r *resumable) getTask(ctx context.Context, s *stream, taskID string) (*out
 	case "working", "input_required":
 		return nil, time.Duration(t.PollIntervalMs) * time.Millisecond, nil, nil
 	case "completed":
-		out := resultOf(mcpwire.Message{JSONRPC: "2.0", ID: m.ID, Result: t.Result}, "")
+		out := resultOf(mcp.Message{JSONRPC: "2.0", ID: m.ID, Result: t.Result}, "")
 		out.reason = "task " + taskID + " completed"
 		if out.kind != history.KindOK && len(t.Result) > 0 {
 			out.reason += ": " + string(t.Result)
@@ -139,14 +139,14 @@ func (r *resumable) getTask(ctx context.Context, s *stream, taskID string) (*out
 // taskRPC sends one request about a task and reads its answer. A break,
 // or an answer other than 200, is the close it amounts to: no news about
 // the task.
-func (r *resumable) taskRPC(ctx context.Context, method string, params json.RawMessage) (mcpwire.Message, *Close, error) {
-	req := mcpwire.Message{JSONRPC: "2.0", ID: r.requestID(r.takeID()), Method: method, Params: params}
+func (r *resumable) taskRPC(ctx context.Context, method string, params json.RawMessage) (mcp.Message, *Close, error) {
+	req := mcp.Message{JSONRPC: "2.0", ID: r.requestID(r.takeID()), Method: method, Params: params}
 	x, err := r.conn.post(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return mcpwire.Message{}, nil, ctx.Err()
+			return mcp.Message{}, nil, ctx.Err()
 		}
-		return mcpwire.Message{}, &Close{Err: err}, nil
+		return mcp.Message{}, &Close{Err: err}, nil
 	}
 	defer x.close()
 	if x.resp.StatusCode != http.StatusOK {
@@ -154,14 +154,14 @@ func (r *resumable) taskRPC(ctx context.Context, method string, params json.RawM
 		if se, ok := okStatus(x.resp).(*statusError); ok {
 			cl.Body = se.body
 		}
-		return mcpwire.Message{}, &cl, nil
+		return mcp.Message{}, &cl, nil
 	}
 	m, err := readResponse(ctx, x, req.ID)
 	if err != nil {
 		if ctx.Err() != nil {
-			return mcpwire.Message{}, nil, ctx.Err()
+			return mcp.Message{}, nil, ctx.Err()
 		}
-		return mcpwire.Message{}, &Close{Err: err}, nil
+		return mcp.Message{}, &Close{Err: err}, nil
 	}
 	return m, nil, nil
 }
@@ -170,7 +170,7 @@ func (r *resumable) taskRPC(ctx context.Context, method string, params json.RawM
 // (-32602): the call's thread to its outcome broke as surely as a cut
 // stream would: recorded as a break (task_lost), then the outcome is
 // unknown.
-func (r *resumable) taskLost(s *stream, taskID string, e *mcpwire.Error) *outcome {
+func (r *resumable) taskLost(s *stream, taskID string, e *mcp.Error) *outcome {
 	r.record(history.Record{Kind: history.KindStreamBreak, Call: s.call.ID, Session: s.session, RequestID: s.requestID,
 		Reason: "task_lost", Detail: e.Message})
 	return unknownOutcome(fmt.Sprintf("task %s lost: %s", taskID, e.Message))
@@ -189,30 +189,30 @@ func (r *resumable) getLegacyTask(ctx context.Context, s *stream, taskID string)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("tasks/get: %w", err)
 	}
-	m, cl, err := r.taskRPC(ctx, mcpwire.MethodTasksGet, params)
+	m, cl, err := r.taskRPC(ctx, mcp.MethodTasksGet, params)
 	switch {
 	case err != nil || cl != nil:
 		return nil, 0, cl, err
-	case m.Error != nil && m.Error.Code == mcpwire.CodeInvalidParams:
+	case m.Error != nil && m.Error.Code == mcp.CodeInvalidParams:
 		return r.taskLost(s, taskID, m.Error), 0, nil, nil
 	case m.Error != nil:
 		return nil, 0, &Close{Err: fmt.Errorf("tasks/get: %s (%d)", m.Error.Message, m.Error.Code)}, nil
 	}
-	var t mcpwire.Task
+	var t mcp.Task
 	if err := json.Unmarshal(m.Result, &t); err != nil {
 		return unknownOutcome(fmt.Sprintf("task %s: unreadable tasks/get result: %v", taskID, err)), 0, nil, nil
 	}
-	if !mcpwire.TaskTerminal(t.Status) {
+	if !mcp.TaskTerminal(t.Status) {
 		return nil, time.Duration(t.PollInterval) * time.Millisecond, nil, nil
 	}
-	if t.Status == mcpwire.TaskCancelled {
+	if t.Status == mcp.TaskCancelled {
 		return unknownOutcome(fmt.Sprintf("task %s ended cancelled: %s", taskID, t.StatusMessage)), 0, nil, nil
 	}
-	res, cl, err := r.taskRPC(ctx, mcpwire.MethodTasksResult, params)
+	res, cl, err := r.taskRPC(ctx, mcp.MethodTasksResult, params)
 	switch {
 	case err != nil || cl != nil:
 		return nil, 0, cl, err
-	case res.Error != nil && res.Error.Code == mcpwire.CodeInvalidParams:
+	case res.Error != nil && res.Error.Code == mcp.CodeInvalidParams:
 		return r.taskLost(s, taskID, res.Error), 0, nil, nil
 	case res.Error != nil:
 		return unknownOutcome(fmt.Sprintf("task %s %s: %s", taskID, t.Status, res.Error.Message)), 0, nil, nil

@@ -15,8 +15,8 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults/toxics"
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // TestGoSDKClientUnderRepeatedCuts pins what the official go-sdk v1.8.0
@@ -33,8 +33,8 @@ func TestGoSDKClientUnderRepeatedCuts(t *testing.T) {
 		ok       bool
 		charges  int
 	}{
-		{mcpwire.Version20251125, true, 1},
-		{mcpwire.Version20260728, false, 0},
+		{mcp.Version20251125, true, 1},
+		{mcp.Version20260728, false, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.protocol, func(t *testing.T) {
@@ -55,7 +55,7 @@ func TestGoSDKClientUnderRepeatedCuts(t *testing.T) {
 			}
 			got := make(chan answer, 1)
 			go func() {
-				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcpwire.ToolCharge,
+				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ToolCharge,
 					Arguments: map[string]any{"order_id": "long", "amount_cents": 700, "duration_ms": 600}})
 				got <- answer{res, err}
 			}()
@@ -104,9 +104,9 @@ func TestGoSDKClientUnderRepeatedIdleTimeouts(t *testing.T) {
 		charges   int
 		resumed   bool // the SDK came back with Last-Event-ID at least twice
 	}{
-		{"2025-11-25 resumes after every cut", mcpwire.Version20251125, 0, true, 1, true},
-		{"2026-07-28 with keepalive never idles", mcpwire.Version20260728, 40 * time.Millisecond, true, 1, false},
-		{"2026-07-28 without keepalive is cancelled", mcpwire.Version20260728, 0, false, 0, false},
+		{"2025-11-25 resumes after every cut", mcp.Version20251125, 0, true, 1, true},
+		{"2026-07-28 with keepalive never idles", mcp.Version20260728, 40 * time.Millisecond, true, 1, false},
+		{"2026-07-28 without keepalive is cancelled", mcp.Version20260728, 0, false, 0, false},
 	}
 	toxics.Register()
 	for _, tc := range tests {
@@ -127,7 +127,7 @@ func TestGoSDKClientUnderRepeatedIdleTimeouts(t *testing.T) {
 			require.NoError(t, err)
 			defer cs.Close()
 
-			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcpwire.ToolCharge,
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ToolCharge,
 				Arguments: map[string]any{"order_id": "long", "amount_cents": 700, "duration_ms": 2000}})
 			if tc.ok {
 				require.NoError(t, err)
@@ -155,7 +155,7 @@ type countResumes struct {
 }
 
 func (c *countResumes) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Header.Get(mcpwire.HeaderLastEventID) != "" {
+	if req.Header.Get(mcp.HeaderLastEventID) != "" {
 		c.n.Add(1)
 	}
 	return c.next.RoundTrip(req)

@@ -10,10 +10,10 @@ import (
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/client"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server"
 	"github.com/chaosrun/chaosrun/targets/tools"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // modernCut runs one charge at 2026-07-28 against a commit_then_notice
@@ -22,7 +22,7 @@ import (
 func modernCut(t *testing.T, target string, call workload.Call) *env {
 	e := newEnv(t, server.Config{OnCancel: tools.OnCancelCommitThenNotice})
 	opts := e.options(quick)
-	opts.Protocol = mcpwire.Version20260728
+	opts.Protocol = mcp.Version20260728
 	done := e.run(target, opts, call)
 	require.Eventually(t, func() bool { return e.ledgerCount(sideeffects.KindCallStarted, nil) == 1 }, runTimeout, time.Millisecond, "the charge never started")
 	e.cut()

@@ -18,9 +18,9 @@ import (
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/client"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // runTimeout bounds every client run, so a hang fails the test.
@@ -229,9 +229,9 @@ func isEvent(call string, seq int64) func(history.Record) bool {
 }
 
 func charge(id string, d time.Duration) workload.Call {
-	return workload.Call{ID: id, Tool: mcpwire.ToolCharge, Args: map[string]any{"amount_cents": 4999}, Duration: d}
+	return workload.Call{ID: id, Tool: mcp.ToolCharge, Args: map[string]any{"amount_cents": 4999}, Duration: d}
 }
 
 func chatty(id string, events int, d time.Duration) workload.Call {
-	return workload.Call{ID: id, Tool: mcpwire.ToolChatty, Args: map[string]any{"events": events}, Duration: d}
+	return workload.Call{ID: id, Tool: mcp.ToolChatty, Args: map[string]any{"events": events}, Duration: d}
 }

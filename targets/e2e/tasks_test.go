@@ -11,9 +11,9 @@ import (
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/client"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // taskShape is one of the two shapes of tasks: the 2026-07-28 extension
@@ -26,8 +26,8 @@ type taskShape struct {
 }
 
 var (
-	extensionTasks = taskShape{"extension", mcpwire.Version20260728, server.TasksExtension, false}
-	legacyTasks    = taskShape{"legacy", mcpwire.Version20251125, server.TasksLegacy, true}
+	extensionTasks = taskShape{"extension", mcp.Version20260728, server.TasksExtension, false}
+	legacyTasks    = taskShape{"legacy", mcp.Version20251125, server.TasksLegacy, true}
 	taskShapes     = []taskShape{extensionTasks, legacyTasks}
 )
 

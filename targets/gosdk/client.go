@@ -9,9 +9,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkclient"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	mcpwire "github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // RunClient drives the go-sdk's own client (mcp.NewClient over a

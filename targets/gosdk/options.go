@@ -5,9 +5,9 @@ import (
 
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkclient"
 	"github.com/chaosrun/chaosrun/targets/sdkserver"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // ServerOptions are the go-sdk server's settings (retention_events,
@@ -33,7 +33,7 @@ var (
 		Name:      Target,
 		Options:   func() targets.Options { return sdkserver.DefaultOptions() },
 		Protocols: protocols(),
-		Tools:     []string{mcpwire.ToolCharge, mcpwire.ToolChatty},
+		Tools:     []string{mcp.ToolCharge, mcp.ToolChatty},
 		Controls:  []string{"expire", "terminate"},
 	}
 	ClientDescriptor = targets.Client{
@@ -44,4 +44,4 @@ var (
 	}
 )
 
-func protocols() []string { return append(slices.Clone(mcpwire.Versions), mcpwire.Version20260728) }
+func protocols() []string { return append(slices.Clone(mcp.Versions), mcp.Version20260728) }

@@ -12,9 +12,9 @@ import (
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkserver"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	mcpwire "github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Target names this SDK in histories, ledger sources and control answers.

@@ -11,9 +11,9 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkclient"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	mcpwire "github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // RunClient drives mcp-go's own client (client.NewStreamableHttpClient)

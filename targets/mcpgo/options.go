@@ -5,9 +5,9 @@ import (
 
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkclient"
 	"github.com/chaosrun/chaosrun/targets/sdkserver"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // ServerOptions are the mcp-go server's settings (retention_events,
@@ -34,16 +34,16 @@ var (
 	ServerDescriptor = targets.Server{
 		Name:      Target,
 		Options:   func() targets.Options { return sdkserver.DefaultOptions() },
-		Protocols: slices.Clone(mcpwire.Versions),
+		Protocols: slices.Clone(mcp.Versions),
 		Unspoken:  unspoken,
 		TaskModes: []string{TasksLegacy},
-		Tools:     []string{mcpwire.ToolCharge, mcpwire.ToolChatty},
+		Tools:     []string{mcp.ToolCharge, mcp.ToolChatty},
 		Controls:  []string{"expire", "terminate"},
 	}
 	ClientDescriptor = targets.Client{
 		Name:      Target,
 		Options:   func() targets.Options { return sdkclient.DefaultOptions() },
-		Protocols: slices.Clone(mcpwire.Versions),
+		Protocols: slices.Clone(mcp.Versions),
 		Unspoken:  unspoken,
 		Records:   history.File,
 	}

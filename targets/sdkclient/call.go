@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // eventWait bounds how long [Call.End] waits for the SDK to hand over the
@@ -163,7 +163,7 @@ func (c *Call) reconnected(attempt int, last int64, delay time.Duration, status 
 }
 
 // saw notes a message read on one of the call's own streams.
-func (c *Call) saw(m mcpwire.Message, eventID int64) {
+func (c *Call) saw(m mcp.Message, eventID int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if eventID > 0 {
@@ -197,7 +197,7 @@ func (c *Call) event(seq, eventID int64) {
 	c.mu.Lock()
 	r := c.record(history.KindEvent)
 	c.mu.Unlock()
-	r.EventID, r.Seq, r.Detail = eventID, seq, mcpwire.MethodProgress
+	r.EventID, r.Seq, r.Detail = eventID, seq, mcp.MethodProgress
 	c.t.write(r)
 	c.mu.Lock()
 	c.handled++

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // sseEvent is one dispatched Server-Sent Event as the client reads it.
@@ -24,7 +24,7 @@ type sseEvent struct {
 // eventScanner splits an SSE byte stream into events as the bytes pass by,
 // so that the observing transport sees each event exactly when the SDK
 // reading the same bytes can. Lines end with "\n" or "\r\n". A line or
-// event longer than [mcpwire.MaxEventBytes] stops the scanner for good: the
+// event longer than [mcp.MaxEventBytes] stops the scanner for good: the
 // observation is lost, the SDK's reading is not affected.
 type eventScanner struct {
 	line    []byte
@@ -55,7 +55,7 @@ func (s *eventScanner) feed(p []byte) {
 
 // checkSize stops the scanner once n bytes exceed the event bound.
 func (s *eventScanner) checkSize(n int) bool {
-	if n+len(s.data) > mcpwire.MaxEventBytes {
+	if n+len(s.data) > mcp.MaxEventBytes {
 		s.dead, s.line, s.data = true, nil, nil
 	}
 	return s.dead

@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // ErrNoHistory is returned by [NewTracker] when the options carry no
@@ -132,7 +132,7 @@ func (t *Tracker) Progress(token any, progress float64) {
 
 // noteWire remembers the event id of a progress notification seen on the
 // wire, and counts it toward its call.
-func (t *Tracker) noteWire(p mcpwire.ProgressParams, eventID int64) {
+func (t *Tracker) noteWire(p mcp.ProgressParams, eventID int64) {
 	key := tokenKey(p.ProgressToken)
 	t.mu.Lock()
 	t.wire[wireKey{key, int64(p.Progress)}] = eventID

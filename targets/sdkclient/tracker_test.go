@@ -19,8 +19,8 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 type lockedBuffer struct {
@@ -60,7 +60,7 @@ func kindsOf(recs []history.Record) []history.Kind {
 	return out
 }
 
-var chargeCall = workload.Call{ID: "c1", Tool: mcpwire.ToolCharge, Args: map[string]any{"order_id": "o-1"}}
+var chargeCall = workload.Call{ID: "c1", Tool: mcp.ToolCharge, Args: map[string]any{"order_id": "o-1"}}
 
 // TestCallOutcome resolves outcomes from the states the transport can
 // leave a call in.
@@ -108,16 +108,16 @@ func TestCallOutcome(t *testing.T) {
 			inv := recs[0]
 			assert.Equal(t, history.KindInvoke, inv.Kind)
 			assert.Equal(t, 1, inv.Attempt)
-			assert.Equal(t, mcpwire.ToolCharge, inv.Tool)
+			assert.Equal(t, mcp.ToolCharge, inv.Tool)
 			require.NoError(t, tr.Err())
 		})
 	}
 }
 
 func answer(c *Call, isError bool) {
-	m := mcpwire.Message{JSONRPC: "2.0", ID: []byte("2"), Result: []byte("{}")}
+	m := mcp.Message{JSONRPC: "2.0", ID: []byte("2"), Result: []byte("{}")}
 	if isError {
-		m = mcpwire.NewError([]byte("2"), mcpwire.CodeInvalidParams, "no")
+		m = mcp.NewError([]byte("2"), mcp.CodeInvalidParams, "no")
 	}
 	c.saw(m, 9)
 }
@@ -126,7 +126,7 @@ func TestProgressCarriesTheWireEventID(t *testing.T) {
 	tr, buf := newTracker(t)
 	_, c := tr.Begin(context.Background(), chargeCall, "s1")
 	c.sending("2")
-	tr.noteWire(mcpwire.ProgressParams{ProgressToken: c.Token(), Progress: 1}, 41)
+	tr.noteWire(mcp.ProgressParams{ProgressToken: c.Token(), Progress: 1}, 41)
 	tr.Progress(c.Token(), 1)
 	tr.Progress(c.Token(), 2)
 	tr.Progress("someone-else", 1)
@@ -159,7 +159,7 @@ type script struct {
 }
 
 func (s script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", mcpwire.ContentTypeSSE)
+	w.Header().Set("Content-Type", mcp.ContentTypeSSE)
 	if r.Method == http.MethodGet {
 		fmt.Fprint(w, s.resume)
 		return
@@ -200,7 +200,7 @@ func drive(t *testing.T, tr *Tracker, url string) {
 	if !c.Answered() {
 		req, err = http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		require.NoError(t, err)
-		req.Header.Set(mcpwire.HeaderLastEventID, "S_1")
+		req.Header.Set(mcp.HeaderLastEventID, "S_1")
 		resp, err = hc.Do(req)
 		require.NoError(t, err)
 		readAll(tr, resp)
@@ -267,7 +267,7 @@ func BenchmarkTappedBody(b *testing.B) {
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	for b.Loop() {
-		resp := &http.Response{Header: http.Header{"Content-Type": {mcpwire.ContentTypeSSE}},
+		resp := &http.Response{Header: http.Header{"Content-Type": {mcp.ContentTypeSSE}},
 			Body: io.NopCloser(strings.NewReader(stream))}
 		tr.tap(context.Background(), nil, resp)
 		if _, err := io.Copy(io.Discard, resp.Body); err != nil {

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // maxPeekBytes bounds how much of a POST body, or of a JSON answer, the
@@ -33,7 +33,7 @@ func (o *observer) RoundTrip(req *http.Request) (*http.Response, error) {
 		if id, ok := o.toolsCall(req); ok {
 			return o.post(req, c, id)
 		}
-	case c != nil && req.Method == http.MethodGet && req.Header.Get(mcpwire.HeaderLastEventID) != "":
+	case c != nil && req.Method == http.MethodGet && req.Header.Get(mcp.HeaderLastEventID) != "":
 		return o.resume(req, c)
 	}
 	resp, err := o.base.RoundTrip(req)
@@ -57,7 +57,7 @@ func (o *observer) toolsCall(req *http.Request) (string, bool) {
 	if err != nil || len(b) > maxPeekBytes {
 		return "", false
 	}
-	id := mcpwire.CallID(b)
+	id := mcp.CallID(b)
 	return id, id != ""
 }
 
@@ -82,7 +82,7 @@ func (o *observer) post(req *http.Request, c *Call, requestID string) (*http.Res
 }
 
 func (o *observer) resume(req *http.Request, c *Call) (*http.Response, error) {
-	attempt, last, delay := c.reconnecting(req.Header.Get(mcpwire.HeaderLastEventID))
+	attempt, last, delay := c.reconnecting(req.Header.Get(mcp.HeaderLastEventID))
 	resp, err := o.base.RoundTrip(req)
 	status := 0
 	if err == nil {
@@ -102,9 +102,9 @@ func (t *Tracker) tap(ctx context.Context, c *Call, resp *http.Response) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	b := &tappedBody{rc: resp.Body, t: t, c: c, ctx: ctx}
 	switch {
-	case mt == mcpwire.ContentTypeSSE:
+	case mt == mcp.ContentTypeSSE:
 		b.sse = &eventScanner{emit: b.event}
-	case mt == mcpwire.ContentTypeJSON && c != nil:
+	case mt == mcp.ContentTypeJSON && c != nil:
 		b.json = &bytes.Buffer{}
 	default:
 		return
@@ -157,7 +157,7 @@ func (b *tappedBody) feed(p []byte) {
 // cancelling the request, is a break.
 func (b *tappedBody) finish(err error) {
 	if b.json != nil && !b.tooBig && err == io.EOF {
-		if msgs, _, perr := mcpwire.ParseBody(b.json.Bytes()); perr == nil {
+		if msgs, _, perr := mcp.ParseBody(b.json.Bytes()); perr == nil {
 			for _, m := range msgs {
 				b.message(m, 0)
 			}
@@ -179,20 +179,20 @@ func (b *tappedBody) event(ev sseEvent) {
 	}
 	if len(ev.Data) == 0 || (ev.Name != "" && ev.Name != "message") {
 		if b.c != nil && id > 0 {
-			b.c.saw(mcpwire.Message{}, id)
+			b.c.saw(mcp.Message{}, id)
 		}
 		return
 	}
-	m, err := mcpwire.ParseMessage(ev.Data)
+	m, err := mcp.ParseMessage(ev.Data)
 	if err != nil {
 		return
 	}
 	b.message(m, id)
 }
 
-func (b *tappedBody) message(m mcpwire.Message, eventID int64) {
-	if m.Method == mcpwire.MethodProgress {
-		var p mcpwire.ProgressParams
+func (b *tappedBody) message(m mcp.Message, eventID int64) {
+	if m.Method == mcp.MethodProgress {
+		var p mcp.ProgressParams
 		if json.Unmarshal(m.Params, &p) == nil {
 			b.t.noteWire(p, eventID)
 		}

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 func kindSeq(m *sideeffects.Memory) []sideeffects.Kind {
@@ -45,8 +45,8 @@ func TestCallRecordsTheResultBeforeTheEnd(t *testing.T) {
 	host := NewHost(Config{Recorder: m, Source: "test"})
 	host.SessionOpened("s1", "alice", "2025-11-25")
 	args := json.RawMessage(`{"order_id":"o-1","amount_cents":5,"idempotency_key":"k","duration_ms":1}`)
-	first := host.Call(context.Background(), req, mcpwire.ToolCharge, args, nil)
-	second := host.Call(context.Background(), req, mcpwire.ToolCharge, args, nil)
+	first := host.Call(context.Background(), req, mcp.ToolCharge, args, nil)
+	second := host.Call(context.Background(), req, mcp.ToolCharge, args, nil)
 
 	assert.False(t, first.IsError)
 	assert.Nil(t, structured(t, first)["deduplicated"])
@@ -61,7 +61,7 @@ func TestCallRecordsTheResultBeforeTheEnd(t *testing.T) {
 		assert.Equal(t, "alice", r.Client, "%s", r.Kind)
 		assert.Equal(t, "7", r.RequestID)
 		assert.Equal(t, "test", r.Source)
-		assert.Equal(t, mcpwire.ToolCharge, r.Tool, "%s", r.Kind)
+		assert.Equal(t, mcp.ToolCharge, r.Tool, "%s", r.Kind)
 		assert.Equal(t, "o-1", r.OrderID, "%s", r.Kind)
 		assert.NotEmpty(t, r.ID)
 	}
@@ -73,7 +73,7 @@ func TestCallKeepsRunningWhenTheRequestContextEnds(t *testing.T) {
 	host := NewHost(Config{Recorder: m, DefaultChargeDuration: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	res := host.Call(ctx, req, mcpwire.ToolCharge, json.RawMessage(`{"order_id":"o-1","amount_cents":5}`), nil)
+	res := host.Call(ctx, req, mcp.ToolCharge, json.RawMessage(`{"order_id":"o-1","amount_cents":5}`), nil)
 	assert.False(t, res.IsError)
 	assert.Equal(t, 1, m.Count(sideeffects.KindCharge))
 	finished := m.Of(sideeffects.KindCallFinished)
@@ -86,10 +86,10 @@ func TestShutdownEndsRunningTools(t *testing.T) {
 	host := NewHost(Config{Recorder: m, DefaultChargeDuration: time.Hour})
 	done := make(chan tools.Outcome)
 	go func() {
-		done <- host.Call(context.Background(), req, mcpwire.ToolCharge, json.RawMessage(`{"order_id":"o","amount_cents":1}`), nil)
+		done <- host.Call(context.Background(), req, mcp.ToolCharge, json.RawMessage(`{"order_id":"o","amount_cents":1}`), nil)
 	}()
 	go func() {
-		done <- host.Call(context.Background(), req, mcpwire.ToolChatty, json.RawMessage(`{"events":5,"interval_ms":60000}`),
+		done <- host.Call(context.Background(), req, mcp.ToolChatty, json.RawMessage(`{"events":5,"interval_ms":60000}`),
 			host.Emit(req, noEmit))
 	}()
 	require.Eventually(t, func() bool { return host.Inflight() == 2 }, 5*time.Second, time.Millisecond)
@@ -131,14 +131,14 @@ func TestEmitRecordsBeforeSending(t *testing.T) {
 		}
 		return nil
 	}
-	res := host.Call(context.Background(), req, mcpwire.ToolChatty, json.RawMessage(`{"events":3}`), host.Emit(req, send))
+	res := host.Call(context.Background(), req, mcp.ToolChatty, json.RawMessage(`{"events":3}`), host.Emit(req, send))
 	assert.False(t, res.IsError)
 	assert.EqualValues(t, 3, structured(t, res)["emitted"])
 	assert.Equal(t, []int{1, 2, 3}, seqs)
 	for _, r := range m.Of(sideeffects.KindEventEmitted) {
 		assert.Zero(t, r.EventID, "an SDK shows no event ids")
 		assert.Empty(t, r.Stream)
-		assert.Equal(t, mcpwire.ToolChatty, r.Tool)
+		assert.Equal(t, mcp.ToolChatty, r.Tool)
 	}
 }
 
@@ -147,7 +147,7 @@ func TestEmitRecordsBeforeSending(t *testing.T) {
 func TestCallWithBadArguments(t *testing.T) {
 	m := sideeffects.NewMemory()
 	host := NewHost(Config{Recorder: m})
-	res := host.Call(context.Background(), req, mcpwire.ToolCharge, json.RawMessage(`{"order_id":"o-1"}`), nil)
+	res := host.Call(context.Background(), req, mcp.ToolCharge, json.RawMessage(`{"order_id":"o-1"}`), nil)
 	assert.True(t, res.IsError)
 	assert.Equal(t, "invalid_arguments", structured(t, res)["error"])
 	assert.Equal(t, []sideeffects.Kind{

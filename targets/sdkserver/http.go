@@ -7,7 +7,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // RequestIDHeader carries the JSON-RPC id of a tools/call from [Front] to
@@ -37,14 +37,14 @@ func Front(next http.Handler, host *Host) http.Handler {
 		case http.MethodPost:
 			if id := peekCallID(r); id != "" {
 				r.Header.Set(RequestIDHeader, id)
-				if mcpwire.ModernVersion(r.Header.Get(mcpwire.HeaderProtocolVersion)) {
+				if mcp.ModernVersion(r.Header.Get(mcp.HeaderProtocolVersion)) {
 					label, forget := host.watchStream(r.Context().Done())
 					defer forget()
 					r.Header.Set(StreamHeader, label)
 				}
 			}
 		case http.MethodDelete:
-			if sid := r.Header.Get(mcpwire.HeaderSessionID); host.HasSession(sid) {
+			if sid := r.Header.Get(mcp.HeaderSessionID); host.HasSession(sid) {
 				host.NoteClosing(sid, "deleted")
 			}
 		}
@@ -63,7 +63,7 @@ func peekCallID(r *http.Request) string {
 	if err != nil || len(head) > maxPeekBytes {
 		return ""
 	}
-	return mcpwire.CallID(head)
+	return mcp.CallID(head)
 }
 
 type readCloser struct {
@@ -161,7 +161,7 @@ func action(host *Host, do func(string) error, unsupported string) http.HandlerF
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
+	w.Header().Set("Content-Type", mcp.ContentTypeJSON)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }

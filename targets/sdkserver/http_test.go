@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 func TestFrontLabelsToolsCalls(t *testing.T) {
@@ -69,7 +69,7 @@ func TestFrontNotesDeletes(t *testing.T) {
 	h := Front(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), host)
 	for _, sid := range []string{"s1", "unknown"} {
 		r := httptest.NewRequest(http.MethodDelete, "/mcp", nil)
-		r.Header.Set(mcpwire.HeaderSessionID, sid)
+		r.Header.Set(mcp.HeaderSessionID, sid)
 		h.ServeHTTP(httptest.NewRecorder(), r)
 	}
 	host.SessionClosed("s1", "expired")
@@ -117,7 +117,7 @@ func TestMountControl(t *testing.T) {
 			rec := httptest.NewRecorder()
 			mux.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
 			assert.Equal(t, tc.status, rec.Code)
-			assert.Equal(t, mcpwire.ContentTypeJSON, rec.Header().Get("Content-Type"))
+			assert.Equal(t, mcp.ContentTypeJSON, rec.Header().Get("Content-Type"))
 			var got map[string]any
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 			assert.Equal(t, tc.want, got)
@@ -135,8 +135,8 @@ func TestFrontWatchesModernCallStreams(t *testing.T) {
 		name, version string
 		watched       bool
 	}{
-		{"2026-07-28", mcpwire.Version20260728, true},
-		{"2025-11-25", mcpwire.Version20251125, false},
+		{"2026-07-28", mcp.Version20260728, true},
+		{"2025-11-25", mcp.Version20251125, false},
 		{"no version", "", false},
 	}
 	for _, tc := range tests {
@@ -153,7 +153,7 @@ func TestFrontWatchesModernCallStreams(t *testing.T) {
 			r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", strings.NewReader(call))
 			r.Header.Set(StreamHeader, "spoofed")
 			if tc.version != "" {
-				r.Header.Set(mcpwire.HeaderProtocolVersion, tc.version)
+				r.Header.Set(mcp.HeaderProtocolVersion, tc.version)
 			}
 			h.ServeHTTP(httptest.NewRecorder(), r)
 			assert.NotEqual(t, "spoofed", label)

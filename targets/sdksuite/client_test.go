@@ -16,9 +16,9 @@ import (
 
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/sdkclient"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // eachClient runs test against every SDK's client, in parallel.
@@ -80,7 +80,7 @@ func TestClientAgainstServers(t *testing.T) {
 		}
 		session := recs[1].Session
 		require.NotEmpty(t, session)
-		assert.Equal(t, mcpwire.Version20251125, recs[1].Protocol)
+		assert.Equal(t, mcp.Version20251125, recs[1].Protocol)
 		assert.Equal(t, c.name, recs[0].Target)
 		for _, r := range recs {
 			assert.Equal(t, "client-1", r.Client)
@@ -227,7 +227,7 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.resume(w, r)
 	case http.MethodPost:
 		b, _ := io.ReadAll(r.Body)
-		m, err := mcpwire.ParseMessage(b)
+		m, err := mcp.ParseMessage(b)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -236,32 +236,32 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *scripted) post(w http.ResponseWriter, m mcpwire.Message) {
+func (s *scripted) post(w http.ResponseWriter, m mcp.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case m.IsNotification():
 		w.WriteHeader(http.StatusAccepted)
-	case m.Method == mcpwire.MethodInitialize:
+	case m.Method == mcp.MethodInitialize:
 		s.sessions++
-		w.Header().Set(mcpwire.HeaderSessionID, fmt.Sprintf("s-%d", s.sessions))
-		w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
+		w.Header().Set(mcp.HeaderSessionID, fmt.Sprintf("s-%d", s.sessions))
+		w.Header().Set("Content-Type", mcp.ContentTypeJSON)
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},`+
 			`"serverInfo":{"name":"scripted","version":"1"}}}`, m.ID)
 	case s.calls == 0:
 		s.calls++
 		s.lastCall = string(m.ID)
-		w.Header().Set("Content-Type", mcpwire.ContentTypeSSE)
+		w.Header().Set("Content-Type", mcp.ContentTypeSSE)
 		fmt.Fprint(w, "retry: 10\nid: 1\ndata: "+
 			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"c1","progress":1}}`+"\n\n")
 	default:
-		w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
+		w.Header().Set("Content-Type", mcp.ContentTypeJSON)
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ok"}]}}`, m.ID)
 	}
 }
 
 func (s *scripted) resume(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(mcpwire.HeaderLastEventID) == "" {
+	if r.Header.Get(mcp.HeaderLastEventID) == "" {
 		http.Error(w, "no standalone stream", http.StatusMethodNotAllowed)
 		return
 	}
@@ -272,7 +272,7 @@ func (s *scripted) resume(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	id := s.lastCall
 	s.mu.Unlock()
-	w.Header().Set("Content-Type", mcpwire.ContentTypeSSE)
+	w.Header().Set("Content-Type", mcp.ContentTypeSSE)
 	fmt.Fprintf(w, "id: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ok\"}]}}\n\n", id)
 }
 
@@ -438,7 +438,7 @@ func TestClientModernAfterCut_CurrentBehaviour(t *testing.T) {
 		p := newProxy(t, serve(t, srv, serverConfig{recorder: l, stateless: true}))
 		w := newWatch()
 		cutWhen(t, p, w, l.Next(kindIs(sideeffects.KindCallStarted)), nil)
-		recs := runWatched(t, atVersion(c.run, mcpwire.Version20260728), p.URL+"/mcp", w,
+		recs := runWatched(t, atVersion(c.run, mcp.Version20260728), p.URL+"/mcp", w,
 			charge("c1", 300*time.Millisecond), charge("c2", 5*time.Millisecond))
 		awaitCount(t, l, sideeffects.KindCallFinished, 2, "both charges to finish")
 
@@ -449,7 +449,7 @@ func TestClientModernAfterCut_CurrentBehaviour(t *testing.T) {
 		}, historyKinds(recs))
 		sn := only(recs, history.KindSessionNew)[0]
 		assert.Empty(t, sn.Session, "no session at 2026-07-28")
-		assert.Equal(t, mcpwire.Version20260728, sn.Protocol)
+		assert.Equal(t, mcp.Version20260728, sn.Protocol)
 		assert.Equal(t, 2, l.Count(sideeffects.KindCallStarted), "the cut call was not issued again")
 		cancelled, charges := 0, 2
 		if srv.cancelsClosedStream {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets/gosdk"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // The tests of this file pin what only the go-sdk adapter has: a server
@@ -34,13 +34,13 @@ func startGoSDKServer(t *testing.T, cfg gosdk.ServerConfig) (*sideeffects.Memory
 // modernMeta is the per-request _meta of a 2026-07-28 request at version.
 func modernMeta(version string) string {
 	return fmt.Sprintf(`"_meta":{%q:%q,%q:{"name":"raw","version":"1"},%q:{}}`,
-		mcpwire.MetaProtocolVersion, version, mcpwire.MetaClientInfo, mcpwire.MetaClientCapabilities)
+		mcp.MetaProtocolVersion, version, mcp.MetaClientInfo, mcp.MetaClientCapabilities)
 }
 
 // modernCharge is a tools/call of charge at 2026-07-28.
 func modernCharge(id int, durationMS int) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"charge",`+
-		`"arguments":{"order_id":"o-%d","amount_cents":1,"duration_ms":%d},%s}}`, id, id, durationMS, modernMeta(mcpwire.Version20260728))
+		`"arguments":{"order_id":"o-%d","amount_cents":1,"duration_ms":%d},%s}}`, id, id, durationMS, modernMeta(mcp.Version20260728))
 }
 
 // statelessRequest builds a request to url carrying headers (name, value
@@ -62,7 +62,7 @@ func statelessRequest(t *testing.T, ctx context.Context, method, url, body strin
 }
 
 func modernHeaders(method, name string) []string {
-	return []string{mcpwire.HeaderProtocolVersion, mcpwire.Version20260728, mcpwire.HeaderMethod, method, mcpwire.HeaderName, name}
+	return []string{mcp.HeaderProtocolVersion, mcp.Version20260728, mcp.HeaderMethod, method, mcp.HeaderName, name}
 }
 
 // TestGoSDKStatelessServerAnswers_CurrentBehaviour pins what the go-sdk
@@ -86,7 +86,7 @@ func TestGoSDKStatelessServerAnswers_CurrentBehaviour(t *testing.T) {
 		contains           []string
 	}{
 		{"server/discover", http.MethodPost,
-			`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta(mcpwire.Version20260728) + `}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta(mcp.Version20260728) + `}}`,
 			modernHeaders("server/discover", ""), http.StatusOK, "text/event-stream",
 			[]string{`"supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`, `"resultType":"complete"`}},
 		{"tools/call at 2026-07-28", http.MethodPost, modernCharge(2, 1), modernHeaders("tools/call", "charge"),
@@ -100,15 +100,15 @@ func TestGoSDKStatelessServerAnswers_CurrentBehaviour(t *testing.T) {
 		{"no _meta version at 2026-07-28", http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{}}`,
 			modernHeaders("tools/list", ""), http.StatusBadRequest, "application/json", []string{`"code":-32602`, "io.modelcontextprotocol/protocolVersion"}},
 		{"an unknown older version", http.MethodPost, `{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{}}`,
-			[]string{mcpwire.HeaderProtocolVersion, "2024-01-01"}, http.StatusBadRequest, "text/plain", []string{"Unsupported protocol version"}},
+			[]string{mcp.HeaderProtocolVersion, "2024-01-01"}, http.StatusBadRequest, "text/plain", []string{"Unsupported protocol version"}},
 		{"an unknown newer version", http.MethodPost,
 			`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{` + modernMeta("2099-01-01") + `}}`,
-			[]string{mcpwire.HeaderProtocolVersion, "2099-01-01", mcpwire.HeaderMethod, "tools/list"}, http.StatusBadRequest, "application/json",
+			[]string{mcp.HeaderProtocolVersion, "2099-01-01", mcp.HeaderMethod, "tools/list"}, http.StatusBadRequest, "application/json",
 			[]string{`"code":-32022`, `"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"2099-01-01"`}},
 		{"initialize at 2025-11-25", http.MethodPost, rawInitialize, nil, http.StatusOK, "text/event-stream",
 			[]string{`"protocolVersion":"2025-11-25"`, "event: prime\nid: "}},
 		{"tools/list at 2025-11-25 with no initialize", http.MethodPost, `{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{}}`,
-			[]string{mcpwire.HeaderProtocolVersion, mcpwire.Version20251125}, http.StatusOK, "text/event-stream", []string{`"name":"charge"`}},
+			[]string{mcp.HeaderProtocolVersion, mcp.Version20251125}, http.StatusOK, "text/event-stream", []string{`"name":"charge"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

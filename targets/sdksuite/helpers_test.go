@@ -21,8 +21,8 @@ import (
 	"github.com/chaosrun/chaosrun/sideeffects"
 	refclient "github.com/chaosrun/chaosrun/targets/client"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // serve starts srv with cfg on 127.0.0.1:0 and returns its base URL. The
@@ -435,10 +435,10 @@ func (r *raw) resume(lastEventID string) *http.Response {
 }
 
 // sse reads every event of resp's stream until it ends.
-func sse(t *testing.T, resp *http.Response) []mcpwire.Event {
+func sse(t *testing.T, resp *http.Response) []mcp.Event {
 	t.Helper()
-	er := mcpwire.NewEventReader(resp.Body)
-	var out []mcpwire.Event
+	er := mcp.NewEventReader(resp.Body)
+	var out []mcp.Event
 	for {
 		ev, err := er.Next()
 		if err != nil {

@@ -16,8 +16,8 @@ import (
 	refclient "github.com/chaosrun/chaosrun/targets/client"
 	"github.com/chaosrun/chaosrun/targets/history"
 	"github.com/chaosrun/chaosrun/targets/mcpgo"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/workload"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // The tests of this file pin what only the mcp-go adapter has: the SDK's
@@ -36,53 +36,53 @@ func startMCPGoTasks(t *testing.T) (*sideeffects.Memory, string) {
 
 // rpc posts one request on the raw session and returns its response,
 // whether the SDK answered JSON or an event stream.
-func (r *raw) rpc(id int, method, params string) mcpwire.Message {
+func (r *raw) rpc(id int, method, params string) mcp.Message {
 	r.t.Helper()
 	resp := r.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, id, method, params))
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), mcpwire.ContentTypeJSON) {
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), mcp.ContentTypeJSON) {
 		b, err := io.ReadAll(resp.Body)
 		require.NoError(r.t, err)
-		m, err := mcpwire.ParseMessage(b)
+		m, err := mcp.ParseMessage(b)
 		require.NoError(r.t, err, "body %s", b)
 		return m
 	}
 	for _, ev := range sse(r.t, resp) {
-		if m, err := mcpwire.ParseMessage(ev.Data); err == nil && m.IsResponse() {
+		if m, err := mcp.ParseMessage(ev.Data); err == nil && m.IsResponse() {
 			return m
 		}
 	}
 	r.t.Fatalf("%s: no response", method)
-	return mcpwire.Message{}
+	return mcp.Message{}
 }
 
-func (r *raw) taskCall(id int, order string, durationMS int, task string) mcpwire.Task {
+func (r *raw) taskCall(id int, order string, durationMS int, task string) mcp.Task {
 	r.t.Helper()
-	m := r.rpc(id, mcpwire.MethodToolsCall, fmt.Sprintf(`{"name":"charge","arguments":{"order_id":%q,"amount_cents":5,"duration_ms":%d},"task":%s}`, order, durationMS, task))
+	m := r.rpc(id, mcp.MethodToolsCall, fmt.Sprintf(`{"name":"charge","arguments":{"order_id":%q,"amount_cents":5,"duration_ms":%d},"task":%s}`, order, durationMS, task))
 	require.Nil(r.t, m.Error, "%+v", m.Error)
-	var cr mcpwire.CreateTaskResult
+	var cr mcp.CreateTaskResult
 	require.NoError(r.t, json.Unmarshal(m.Result, &cr))
 	require.NotEmpty(r.t, cr.Task.TaskID)
 	return cr.Task
 }
 
-func (r *raw) getTask(id int, taskID string) mcpwire.Message {
-	return r.rpc(id, mcpwire.MethodTasksGet, fmt.Sprintf(`{"taskId":%q}`, taskID))
+func (r *raw) getTask(id int, taskID string) mcp.Message {
+	return r.rpc(id, mcp.MethodTasksGet, fmt.Sprintf(`{"taskId":%q}`, taskID))
 }
 
-func taskOf(t *testing.T, m mcpwire.Message) mcpwire.Task {
+func taskOf(t *testing.T, m mcp.Message) mcp.Task {
 	t.Helper()
 	require.Nil(t, m.Error, "%+v", m.Error)
-	var tk mcpwire.Task
+	var tk mcp.Task
 	require.NoError(t, json.Unmarshal(m.Result, &tk))
 	return tk
 }
 
-func (r *raw) awaitTerminal(taskID string) mcpwire.Task {
+func (r *raw) awaitTerminal(taskID string) mcp.Task {
 	r.t.Helper()
-	var tk mcpwire.Task
+	var tk mcp.Task
 	require.Eventually(r.t, func() bool {
 		tk = taskOf(r.t, r.getTask(50, taskID))
-		return mcpwire.TaskTerminal(tk.Status)
+		return mcp.TaskTerminal(tk.Status)
 	}, 10*time.Second, 5*time.Millisecond)
 	return tk
 }
@@ -101,14 +101,14 @@ func TestMCPGoServerTasks_CurrentBehaviour(t *testing.T) {
 	l, url := startMCPGoTasks(t)
 	r := rawConnect(t, url+"/mcp")
 
-	caps := r.rpc(2, mcpwire.MethodToolsList, `{}`)
+	caps := r.rpc(2, mcp.MethodToolsList, `{}`)
 	assert.Contains(t, string(caps.Result), `"execution":{"taskSupport":"optional"}`)
 	init := rawConnect(t, url+"/mcp")
-	ir := init.rpc(1, mcpwire.MethodInitialize, `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}`)
+	ir := init.rpc(1, mcp.MethodInitialize, `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}`)
 	assert.Contains(t, string(ir.Result), `"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
 
 	created := r.taskCall(3, "o1", 200, `{}`)
-	assert.Equal(t, mcpwire.TaskWorking, created.Status)
+	assert.Equal(t, mcp.TaskWorking, created.Status)
 	assert.Nil(t, created.TTL, "no ttl asked for: unlimited")
 	assert.Zero(t, created.PollInterval, "mcp-go suggests no poll interval")
 	ttl := r.taskCall(4, "o2", 1, `{"ttl":60000}`)
@@ -116,14 +116,14 @@ func TestMCPGoServerTasks_CurrentBehaviour(t *testing.T) {
 	assert.Equal(t, int64(60000), *ttl.TTL, "the ttl asked for")
 
 	done := r.awaitTerminal(created.TaskID)
-	assert.Equal(t, mcpwire.TaskCompleted, done.Status)
+	assert.Equal(t, mcp.TaskCompleted, done.Status)
 	assert.NotContains(t, string(r.getTask(5, created.TaskID).Result), "structuredContent")
 	assert.Empty(t, l.Of(sideeffects.KindResultWritten), "nothing handed out yet")
 	charges := l.Of(sideeffects.KindCharge)
 	require.Len(t, charges, 2)
 
 	for i := range 2 {
-		res := r.rpc(6+i, mcpwire.MethodTasksResult, fmt.Sprintf(`{"taskId":%q}`, created.TaskID))
+		res := r.rpc(6+i, mcp.MethodTasksResult, fmt.Sprintf(`{"taskId":%q}`, created.TaskID))
 		require.Nil(t, res.Error)
 		assert.Contains(t, string(res.Result), `"charged":true`)
 		assert.Contains(t, string(res.Result), `"io.modelcontextprotocol/related-task":{"taskId":"`+created.TaskID+`"}`)
@@ -136,12 +136,12 @@ func TestMCPGoServerTasks_CurrentBehaviour(t *testing.T) {
 	other := rawConnect(t, url+"/mcp")
 	lost := other.getTask(2, created.TaskID)
 	require.NotNil(t, lost.Error, "tasks are bound to their session")
-	assert.Equal(t, mcpwire.CodeInvalidParams, lost.Error.Code)
+	assert.Equal(t, mcp.CodeInvalidParams, lost.Error.Code)
 	assert.Equal(t, "task not found", lost.Error.Message)
 
-	refused := r.rpc(9, mcpwire.MethodTasksCancel, fmt.Sprintf(`{"taskId":%q}`, created.TaskID))
+	refused := r.rpc(9, mcp.MethodTasksCancel, fmt.Sprintf(`{"taskId":%q}`, created.TaskID))
 	require.NotNil(t, refused.Error)
-	assert.Equal(t, mcpwire.CodeInvalidParams, refused.Error.Code)
+	assert.Equal(t, mcp.CodeInvalidParams, refused.Error.Code)
 	assert.Equal(t, "cannot cancel task in terminal status: completed", refused.Error.Message)
 }
 
@@ -157,14 +157,14 @@ func TestMCPGoServerTaskCancelAndTTL_CurrentBehaviour(t *testing.T) {
 	l, url := startMCPGoTasks(t)
 	r := rawConnect(t, url+"/mcp")
 	running := r.taskCall(2, "c", 200, `{}`)
-	ack := taskOf(t, r.rpc(3, mcpwire.MethodTasksCancel, fmt.Sprintf(`{"taskId":%q}`, running.TaskID)))
-	assert.Equal(t, mcpwire.TaskCancelled, ack.Status)
+	ack := taskOf(t, r.rpc(3, mcp.MethodTasksCancel, fmt.Sprintf(`{"taskId":%q}`, running.TaskID)))
+	assert.Equal(t, mcp.TaskCancelled, ack.Status)
 	require.Eventually(t, func() bool { return len(l.Of(sideeffects.KindCharge)) == 1 }, 10*time.Second, 5*time.Millisecond,
 		"the adapter's tool ignores the cancelled context and charges")
-	assert.Equal(t, mcpwire.TaskCancelled, taskOf(t, r.getTask(4, running.TaskID)).Status)
-	empty := r.rpc(7, mcpwire.MethodTasksResult, fmt.Sprintf(`{"taskId":%q}`, running.TaskID))
+	assert.Equal(t, mcp.TaskCancelled, taskOf(t, r.getTask(4, running.TaskID)).Status)
+	empty := r.rpc(7, mcp.MethodTasksResult, fmt.Sprintf(`{"taskId":%q}`, running.TaskID))
 	require.Nil(t, empty.Error)
-	var res mcpwire.CallResult
+	var res mcp.CallResult
 	require.NoError(t, json.Unmarshal(empty.Result, &res))
 	assert.Empty(t, res.Content)
 	assert.False(t, res.IsError)
@@ -196,7 +196,7 @@ func TestResumableLegacyTasksAgainstMCPGoServer(t *testing.T) {
 		p.cut(t)
 	}()
 	run := func(ctx context.Context, opts workload.Options, c workload.Client) error {
-		opts.Protocol, opts.Tasks = mcpwire.Version20251125, refclient.TasksLegacy
+		opts.Protocol, opts.Tasks = mcp.Version20251125, refclient.TasksLegacy
 		opts.Backoff = workload.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, Retries: 8}
 		return resumable(ctx, opts, c)
 	}

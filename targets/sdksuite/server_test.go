@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	mcpwire "github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // eachSDK runs test against every SDK of the table, in parallel.

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // A benchmark target is a server under comparison, started fresh.
@@ -51,8 +51,8 @@ func startGoSDK(b *testing.B) (string, func()) {
 	type emitted struct {
 		Emitted int `json:"emitted"`
 	}
-	sdk.AddTool(server, &sdk.Tool{Name: mcpwire.ToolChatty, Description: "emits numbered progress notifications"},
-		func(ctx context.Context, req *sdk.CallToolRequest, args mcpwire.ChattyArgs) (*sdk.CallToolResult, emitted, error) {
+	sdk.AddTool(server, &sdk.Tool{Name: mcp.ToolChatty, Description: "emits numbered progress notifications"},
+		func(ctx context.Context, req *sdk.CallToolRequest, args mcp.ChattyArgs) (*sdk.CallToolResult, emitted, error) {
 			token := req.Params.GetProgressToken()
 			for i := 1; i <= args.Events; i++ {
 				if runclock.Sleep(ctx, time.Duration(args.IntervalMS)*time.Millisecond) != nil {
@@ -84,7 +84,7 @@ func rawPost(b *testing.B, url, sid, body string) *http.Response {
 	require.NoError(b, err)
 	req.Header = headers(sid, "")
 	if sid != "" {
-		req.Header.Set(mcpwire.HeaderProtocolVersion, mcpwire.Version20251125)
+		req.Header.Set(mcp.HeaderProtocolVersion, mcp.Version20251125)
 	}
 	resp, err := client.Do(req)
 	require.NoError(b, err)
@@ -92,11 +92,11 @@ func rawPost(b *testing.B, url, sid, body string) *http.Response {
 }
 
 func rawInitialize(b *testing.B, url string) rawSession {
-	resp := rawPost(b, url, "", initBody(b, mcpwire.Version20251125, "bench"))
+	resp := rawPost(b, url, "", initBody(b, mcp.Version20251125, "bench"))
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	require.Equal(b, http.StatusOK, resp.StatusCode)
-	s := rawSession{url: url, sid: resp.Header.Get(mcpwire.HeaderSessionID)}
+	s := rawSession{url: url, sid: resp.Header.Get(mcp.HeaderSessionID)}
 	ack := rawPost(b, url, s.sid, initialized)
 	ack.Body.Close()
 	require.Equal(b, http.StatusAccepted, ack.StatusCode)
@@ -106,7 +106,7 @@ func rawInitialize(b *testing.B, url string) rawSession {
 func (s rawSession) delete(b *testing.B) {
 	req, err := http.NewRequest(http.MethodDelete, s.url, nil)
 	require.NoError(b, err)
-	req.Header = headers(s.sid, mcpwire.Version20251125)
+	req.Header = headers(s.sid, mcp.Version20251125)
 	resp, err := client.Do(req)
 	require.NoError(b, err)
 	resp.Body.Close()
@@ -114,11 +114,11 @@ func (s rawSession) delete(b *testing.B) {
 
 // chatty makes one chatty call and returns how many progress events arrived.
 func (s rawSession) chatty(b *testing.B, id, events int) int {
-	resp := rawPost(b, s.url, s.sid, requestBody(b, id, mcpwire.MethodToolsCall, map[string]any{"name": mcpwire.ToolChatty,
+	resp := rawPost(b, s.url, s.sid, requestBody(b, id, mcp.MethodToolsCall, map[string]any{"name": mcp.ToolChatty,
 		"arguments": map[string]any{"events": events}, "_meta": map[string]any{"progressToken": id}}))
 	defer resp.Body.Close()
 	require.Equal(b, http.StatusOK, resp.StatusCode)
-	r := mcpwire.NewEventReader(resp.Body)
+	r := mcp.NewEventReader(resp.Body)
 	n := 0
 	for {
 		ev, err := r.Next()
@@ -126,7 +126,7 @@ func (s rawSession) chatty(b *testing.B, id, events int) int {
 			break
 		}
 		require.NoError(b, err)
-		if strings.Contains(string(ev.Data), mcpwire.MethodProgress) {
+		if strings.Contains(string(ev.Data), mcp.MethodProgress) {
 			n++
 		}
 		if strings.Contains(string(ev.Data), `"result"`) {

@@ -6,57 +6,57 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // start answers a request: at once for everything but tools/call, whose
 // tool runs on its own goroutine.
 func (s *Server) start(c *call) {
 	switch c.method {
-	case mcpwire.MethodInitialize:
+	case mcp.MethodInitialize:
 		caps := json.RawMessage(`{"tools":{}}`)
 		if s.legacyTasks(c.sess) {
-			caps = json.RawMessage(`{"tools":{},"tasks":` + mcpwire.ServerTasksCapability + `}`)
+			caps = json.RawMessage(`{"tools":{},"tasks":` + mcp.ServerTasksCapability + `}`)
 		}
-		s.answer(c, mcpwire.InitializeResult{
+		s.answer(c, mcp.InitializeResult{
 			ProtocolVersion: c.sess.version,
 			Capabilities:    caps,
 			ServerInfo:      serverInfo,
 		})
-	case mcpwire.MethodPing:
+	case mcp.MethodPing:
 		s.answer(c, struct{}{})
-	case mcpwire.MethodToolsList:
+	case mcp.MethodToolsList:
 		if s.legacyTasks(c.sess) {
 			s.answer(c, taskToolList)
 			return
 		}
 		s.answer(c, toolList)
-	case mcpwire.MethodToolsCall:
+	case mcp.MethodToolsCall:
 		switch {
 		case c.tool == "":
-			s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeInvalidParams, "unknown tool or malformed tools/call params"), false)
+			s.respond(c, mcp.NewError(c.id, mcp.CodeInvalidParams, "unknown tool or malformed tools/call params"), false)
 		case c.task != nil && s.legacyTasks(c.sess):
 			s.createLegacyTask(c)
 		default:
 			s.launch(c)
 		}
-	case mcpwire.MethodTasksGet, mcpwire.MethodTasksResult, mcpwire.MethodTasksList, mcpwire.MethodTasksCancel:
+	case mcp.MethodTasksGet, mcp.MethodTasksResult, mcp.MethodTasksList, mcp.MethodTasksCancel:
 		if !s.legacyTasks(c.sess) {
-			s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeMethodNotFound, "method not found: "+c.method+" (no tasks on this session)"), false)
+			s.respond(c, mcp.NewError(c.id, mcp.CodeMethodNotFound, "method not found: "+c.method+" (no tasks on this session)"), false)
 			return
 		}
 		s.serveLegacyTaskMethod(c)
 	default:
-		s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeMethodNotFound, "method not found: "+c.method), false)
+		s.respond(c, mcp.NewError(c.id, mcp.CodeMethodNotFound, "method not found: "+c.method), false)
 	}
 }
 
 func (s *Server) answer(c *call, result any) {
-	msg, err := mcpwire.NewResult(c.id, result)
+	msg, err := mcp.NewResult(c.id, result)
 	if err != nil {
-		msg = mcpwire.NewError(c.id, mcpwire.CodeInternalError, err.Error())
+		msg = mcp.NewError(c.id, mcp.CodeInternalError, err.Error())
 	}
 	s.respond(c, msg, false)
 }
@@ -100,7 +100,7 @@ func (s *Server) run(ctx context.Context, c *call) {
 // recorded in the ledger as written (before it is written, so no client can
 // see a result the ledger lacks) or as dropped. It reports whether the
 // response went anywhere.
-func (s *Server) respond(c *call, msg mcpwire.Message, isError bool) bool {
+func (s *Server) respond(c *call, msg mcp.Message, isError bool) bool {
 	defer c.sess.retire(c.key)
 	data, err := json.Marshal(msg)
 	if err != nil {

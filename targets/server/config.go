@@ -13,9 +13,9 @@ import (
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
 	"github.com/chaosrun/chaosrun/targets"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Answers to an unhonourable Last-Event-ID (Config.OnUnresumable).
@@ -295,8 +295,8 @@ func (o *Options) Config() Config {
 var Descriptor = targets.Server{
 	Name:      targets.Reference,
 	Options:   func() targets.Options { return DefaultOptions() },
-	Protocols: append(slices.Clone(mcpwire.Versions), mcpwire.Version20260728),
+	Protocols: append(slices.Clone(mcp.Versions), mcp.Version20260728),
 	TaskModes: []string{TasksExtension, TasksLegacy},
-	Tools:     []string{mcpwire.ToolCharge, mcpwire.ToolChatty},
+	Tools:     []string{mcp.ToolCharge, mcp.ToolChatty},
 	Controls:  []string{"expire", "terminate", "drop_tasks"},
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // request is what a conformance case sends.
@@ -32,7 +32,7 @@ func post(sid, version, body string) request {
 func get(sid, version string) request {
 	h := headers(sid, version)
 	h.Del("Content-Type")
-	h.Set("Accept", mcpwire.ContentTypeSSE)
+	h.Set("Accept", mcp.ContentTypeSSE)
 	return request{method: http.MethodGet, h: h}
 }
 
@@ -58,11 +58,11 @@ const (
 
 func TestStatusCodes(t *testing.T) {
 	ts := startServer(t, Config{AllowedOrigins: []string{"https://ok.example"}})
-	s11, v11 := ts.initialize(t, mcpwire.Version20251125)
-	s06, v06 := ts.initialize(t, mcpwire.Version20250618)
-	s03, v03 := ts.initialize(t, mcpwire.Version20250326)
-	ts.call(t, s11, v11, 77, mcpwire.ToolCharge, map[string]any{"order_id": "busy", "amount_cents": 1, "duration_ms": 5000})
-	init := initBody(t, mcpwire.Version20251125, "c")
+	s11, v11 := ts.initialize(t, mcp.Version20251125)
+	s06, v06 := ts.initialize(t, mcp.Version20250618)
+	s03, v03 := ts.initialize(t, mcp.Version20250326)
+	ts.call(t, s11, v11, 77, mcp.ToolCharge, map[string]any{"order_id": "busy", "amount_cents": 1, "duration_ms": 5000})
+	init := initBody(t, mcp.Version20251125, "c")
 
 	tests := []struct {
 		name   string
@@ -87,36 +87,36 @@ func TestStatusCodes(t *testing.T) {
 		{"POST accepting both at q=0", post(s11, v11, listTools).with("Accept", "application/json;q=0, text/event-stream;q=0"), 406, errNotAcceptable, 0},
 		{"GET not accepting SSE", get(s11, v11).with("Accept", "application/json"), 406, errNotAcceptable, 0},
 		{"body over 4 MiB", post(s11, v11, `{"jsonrpc":"2.0","method":"x","params":"`+strings.Repeat("a", maxBodyBytes)+`"}`), 413, errBodyTooLarge, 0},
-		{"invalid JSON", post(s11, v11, `{"jsonrpc":`), 400, "", mcpwire.CodeParseError},
-		{"empty body", post(s11, v11, ``), 400, "", mcpwire.CodeParseError},
-		{"JSON but not JSON-RPC", post(s11, v11, `{"jsonrpc":"1.0","id":1,"method":"ping"}`), 400, "", mcpwire.CodeInvalidRequest},
-		{"empty batch", post(s03, v03, `[]`), 400, "", mcpwire.CodeInvalidRequest},
+		{"invalid JSON", post(s11, v11, `{"jsonrpc":`), 400, "", mcp.CodeParseError},
+		{"empty body", post(s11, v11, ``), 400, "", mcp.CodeParseError},
+		{"JSON but not JSON-RPC", post(s11, v11, `{"jsonrpc":"1.0","id":1,"method":"ping"}`), 400, "", mcp.CodeInvalidRequest},
+		{"empty batch", post(s03, v03, `[]`), 400, "", mcp.CodeInvalidRequest},
 		{"no session id", post("", "", listTools), 400, errMissingSession, 0},
-		{"empty session id", post("", "", listTools).with(mcpwire.HeaderSessionID, ""), 400, errMissingSession, 0},
+		{"empty session id", post("", "", listTools).with(mcp.HeaderSessionID, ""), 400, errMissingSession, 0},
 		{"unknown session", post(strings.Repeat("0", 32), "", listTools), 404, errSessionNotFound, 0},
 		{"GET without session", get("", ""), 400, errMissingSession, 0},
 		{"GET unknown session", get("nope", ""), 404, errSessionNotFound, 0},
 		{"unsupported protocol version", post(s11, "2024-11-05", listTools), 400, errBadProtocolVersion, 0},
-		{"unsupported protocol version before session", post("", "2099-01-01", listTools), 400, "", mcpwire.CodeUnsupportedProtocolVersion},
-		{"protocol version not the session's", post(s11, mcpwire.Version20250618, listTools), 400, errVersionMismatch, 0},
+		{"unsupported protocol version before session", post("", "2099-01-01", listTools), 400, "", mcp.CodeUnsupportedProtocolVersion},
+		{"protocol version not the session's", post(s11, mcp.Version20250618, listTools), 400, errVersionMismatch, 0},
 		{"initialize with a session id", post(s11, "", init), 400, errInitializeSession, 0},
 		{"initialize in a batch", post("", "", "["+init+"]"), 400, errInitializeBatch, 0},
-		{"initialize without params", post("", "", `{"jsonrpc":"2.0","id":1,"method":"initialize"}`), 400, "", mcpwire.CodeInvalidParams},
+		{"initialize without params", post("", "", `{"jsonrpc":"2.0","id":1,"method":"initialize"}`), 400, "", mcp.CodeInvalidParams},
 		{"batch on 2025-06-18", post(s06, v06, "["+listTools+"]"), 400, errBatchNotSupported, 0},
 		{"batch on 2025-11-25", post(s11, v11, "["+listTools+"]"), 400, errBatchNotSupported, 0},
 		{"batch on 2025-03-26", post(s03, v03, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`), 200, "", 0},
-		{"repeated id in a batch", post(s03, v03, `[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`), 400, "", mcpwire.CodeInvalidRequest},
-		{"id already in flight", post(s11, v11, `{"jsonrpc":"2.0","id":77,"method":"ping"}`), 400, "", mcpwire.CodeInvalidRequest},
+		{"repeated id in a batch", post(s03, v03, `[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`), 400, "", mcp.CodeInvalidRequest},
+		{"id already in flight", post(s11, v11, `{"jsonrpc":"2.0","id":77,"method":"ping"}`), 400, "", mcp.CodeInvalidRequest},
 		{"notification only", post(s11, v11, initialized), 202, "", 0},
 		{"response only", post(s11, v11, responseOnly), 202, "", 0},
 		{"notifications in a batch on 2025-03-26", post(s03, v03, "["+initialized+","+responseOnly+"]"), 202, "", 0},
-		{"malformed Last-Event-ID", get(s11, v11).with(mcpwire.HeaderLastEventID, "abc"), 400, errBadLastEventID, 0},
-		{"negative Last-Event-ID", get(s11, v11).with(mcpwire.HeaderLastEventID, "-1"), 400, errBadLastEventID, 0},
-		{"signed Last-Event-ID", get(s11, v11).with(mcpwire.HeaderLastEventID, "+1"), 400, errBadLastEventID, 0},
-		{"empty Last-Event-ID", get(s11, v11).with(mcpwire.HeaderLastEventID, ""), 400, errBadLastEventID, 0},
-		{"Last-Event-ID zero", get(s11, v11).with(mcpwire.HeaderLastEventID, "0"), 400, errBadLastEventID, 0},
-		{"Last-Event-ID never issued", get(s11, v11).with(mcpwire.HeaderLastEventID, "9999"), 400, errBadLastEventID, 0},
-		{"Last-Event-ID of another session's range", get(s06, v06).with(mcpwire.HeaderLastEventID, "50"), 400, errBadLastEventID, 0},
+		{"malformed Last-Event-ID", get(s11, v11).with(mcp.HeaderLastEventID, "abc"), 400, errBadLastEventID, 0},
+		{"negative Last-Event-ID", get(s11, v11).with(mcp.HeaderLastEventID, "-1"), 400, errBadLastEventID, 0},
+		{"signed Last-Event-ID", get(s11, v11).with(mcp.HeaderLastEventID, "+1"), 400, errBadLastEventID, 0},
+		{"empty Last-Event-ID", get(s11, v11).with(mcp.HeaderLastEventID, ""), 400, errBadLastEventID, 0},
+		{"Last-Event-ID zero", get(s11, v11).with(mcp.HeaderLastEventID, "0"), 400, errBadLastEventID, 0},
+		{"Last-Event-ID never issued", get(s11, v11).with(mcp.HeaderLastEventID, "9999"), 400, errBadLastEventID, 0},
+		{"Last-Event-ID of another session's range", get(s06, v06).with(mcp.HeaderLastEventID, "50"), 400, errBadLastEventID, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,7 +130,7 @@ func TestStatusCodes(t *testing.T) {
 				require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
 				assert.Equal(t, tc.code, body.Error)
 			case tc.rpc != 0:
-				var m mcpwire.Message
+				var m mcp.Message
 				require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
 				require.NotNil(t, m.Error)
 				assert.Equal(t, tc.rpc, m.Error.Code)
@@ -149,7 +149,7 @@ func TestStatusCodes(t *testing.T) {
 // configured with no origins: absent and loopback origins only.
 func TestOriginByDefault(t *testing.T) {
 	ts := startServer(t, Config{})
-	init := initBody(t, mcpwire.Version20251125, "c")
+	init := initBody(t, mcp.Version20251125, "c")
 	tests := []struct {
 		origin string // "" sends none
 		status int
@@ -202,7 +202,7 @@ func TestOriginByDefault(t *testing.T) {
 
 func TestParseErrorHasNullID(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	sid, v := ts.initialize(t, mcp.Version20251125)
 	resp := ts.do(t, context.Background(), http.MethodPost, "", headers(sid, v), `{nope`)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	b, err := io.ReadAll(resp.Body)
@@ -216,7 +216,7 @@ func TestParseErrorHasNullID(t *testing.T) {
 
 func TestBatchOn20250326AnswersEveryRequest(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcpwire.Version20250326)
+	sid, v := ts.initialize(t, mcp.Version20250326)
 	body := `[{"jsonrpc":"2.0","id":1,"method":"ping"},` + initialized + `,{"jsonrpc":"2.0","id":"b","method":"tools/list"}]`
 	for _, accept := range []string{"text/event-stream", "application/json"} {
 		t.Run(accept, func(t *testing.T) {
@@ -226,7 +226,7 @@ func TestBatchOn20250326AnswersEveryRequest(t *testing.T) {
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 			var ids []string
 			if accept == "application/json" {
-				var msgs []mcpwire.Message
+				var msgs []mcp.Message
 				require.NoError(t, json.NewDecoder(resp.Body).Decode(&msgs), "a batch is answered with an array")
 				for _, m := range msgs {
 					ids = append(ids, m.IDString())
@@ -245,20 +245,20 @@ func TestBatchOn20250326AnswersEveryRequest(t *testing.T) {
 func TestVersionNegotiation(t *testing.T) {
 	ts := startServer(t, Config{})
 	tests := []struct{ asked, want string }{
-		{mcpwire.Version20250326, mcpwire.Version20250326},
-		{mcpwire.Version20250618, mcpwire.Version20250618},
-		{mcpwire.Version20251125, mcpwire.Version20251125},
-		{"2024-11-05", mcpwire.LatestVersion},
-		{"2026-07-28", mcpwire.LatestVersion},
-		{"", mcpwire.LatestVersion},
+		{mcp.Version20250326, mcp.Version20250326},
+		{mcp.Version20250618, mcp.Version20250618},
+		{mcp.Version20251125, mcp.Version20251125},
+		{"2024-11-05", mcp.LatestVersion},
+		{"2026-07-28", mcp.LatestVersion},
+		{"", mcp.LatestVersion},
 	}
 	for _, tc := range tests {
 		t.Run("asked "+tc.asked, func(t *testing.T) {
 			resp := ts.do(t, context.Background(), http.MethodPost, "", headers("", ""), initBody(t, tc.asked, "negotiator-"+tc.asked))
 			require.Equal(t, http.StatusOK, resp.StatusCode)
-			sid := resp.Header.Get(mcpwire.HeaderSessionID)
+			sid := resp.Header.Get(mcp.HeaderSessionID)
 			assert.Regexp(t, "^[0-9a-f]{32}$", sid)
-			var res mcpwire.InitializeResult
+			var res mcp.InitializeResult
 			require.NoError(t, json.Unmarshal(resultOf(t, resp).Result, &res))
 			assert.Equal(t, tc.want, res.ProtocolVersion)
 			assert.JSONEq(t, `{"tools":{}}`, string(res.Capabilities))
@@ -273,15 +273,15 @@ func TestVersionNegotiation(t *testing.T) {
 func TestInitializeAnsweredAsJSON(t *testing.T) {
 	ts := startServer(t, Config{})
 	h := headers("", "")
-	h.Set("Accept", mcpwire.ContentTypeJSON)
-	resp := ts.do(t, context.Background(), http.MethodPost, "", h, initBody(t, mcpwire.Version20251125, "json-client"))
+	h.Set("Accept", mcp.ContentTypeJSON)
+	resp := ts.do(t, context.Background(), http.MethodPost, "", h, initBody(t, mcp.Version20251125, "json-client"))
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Equal(t, mcpwire.ContentTypeJSON, resp.Header.Get("Content-Type"))
-	sid := resp.Header.Get(mcpwire.HeaderSessionID)
+	assert.Equal(t, mcp.ContentTypeJSON, resp.Header.Get("Content-Type"))
+	sid := resp.Header.Get(mcp.HeaderSessionID)
 	require.Len(t, sid, 32)
-	var res mcpwire.InitializeResult
+	var res mcp.InitializeResult
 	require.NoError(t, json.Unmarshal(resultOf(t, resp).Result, &res))
-	assert.Equal(t, mcpwire.Version20251125, res.ProtocolVersion)
+	assert.Equal(t, mcp.Version20251125, res.ProtocolVersion)
 	ok := ts.do(t, context.Background(), http.MethodPost, "", headers(sid, res.ProtocolVersion), listTools)
 	assert.Equal(t, http.StatusOK, ok.StatusCode)
 }
@@ -290,7 +290,7 @@ func TestSessionIDsAreDistinct(t *testing.T) {
 	ts := startServer(t, Config{})
 	seen := map[string]bool{}
 	for range 20 {
-		sid, _ := ts.initialize(t, mcpwire.Version20251125)
+		sid, _ := ts.initialize(t, mcp.Version20251125)
 		require.False(t, seen[sid])
 		seen[sid] = true
 	}
@@ -298,11 +298,11 @@ func TestSessionIDsAreDistinct(t *testing.T) {
 
 func TestProtocolVersionHeader(t *testing.T) {
 	ts := startServer(t, Config{})
-	for _, version := range mcpwire.Versions {
+	for _, version := range mcp.Versions {
 		sid, _ := ts.initialize(t, version)
-		other := mcpwire.Version20250326
+		other := mcp.Version20250326
 		if version == other {
-			other = mcpwire.Version20251125
+			other = mcp.Version20251125
 		}
 		tests := []struct {
 			name, header string
@@ -316,7 +316,7 @@ func TestProtocolVersionHeader(t *testing.T) {
 		}
 		for _, tc := range tests {
 			t.Run(version+"/"+tc.name, func(t *testing.T) {
-				for _, req := range []request{post(sid, tc.header, listTools), get(sid, tc.header).with(mcpwire.HeaderLastEventID, "1")} {
+				for _, req := range []request{post(sid, tc.header, listTools), get(sid, tc.header).with(mcp.HeaderLastEventID, "1")} {
 					resp := ts.do(t, context.Background(), req.method, "", req.h, req.body)
 					assert.Equal(t, tc.status, resp.StatusCode, req.method)
 				}
@@ -327,10 +327,10 @@ func TestProtocolVersionHeader(t *testing.T) {
 
 func TestPrimingAndRetryOnlyOn20251125(t *testing.T) {
 	ts := startServer(t, Config{Retry: 1500 * time.Millisecond, Keepalive: 20 * time.Millisecond})
-	for _, version := range mcpwire.Versions {
+	for _, version := range mcp.Versions {
 		t.Run(version, func(t *testing.T) {
 			sid, _ := ts.initialize(t, version)
-			primed := version == mcpwire.Version20251125
+			primed := version == mcp.Version20251125
 
 			first := ts.open(t, http.MethodPost, headers(sid, version), listTools).next(t)
 			assert.NotEmpty(t, first.ID, "every event carries an id")
@@ -358,17 +358,17 @@ func TestHeaderGoesOutWithThePrimingEvent(t *testing.T) {
 		version, method string
 		primed          bool
 	}{
-		{mcpwire.Version20251125, http.MethodPost, true},
-		{mcpwire.Version20251125, http.MethodGet, true},
-		{mcpwire.Version20250618, http.MethodPost, false},
-		{mcpwire.Version20250618, http.MethodGet, false},
+		{mcp.Version20251125, http.MethodPost, true},
+		{mcp.Version20251125, http.MethodGet, true},
+		{mcp.Version20250618, http.MethodPost, false},
+		{mcp.Version20250618, http.MethodGet, false},
 	} {
 		t.Run(tc.version+"/"+tc.method, func(t *testing.T) {
 			sid, v := ts.initialize(t, tc.version)
 			body := ""
 			if tc.method == http.MethodPost {
-				body = requestBody(t, 7, mcpwire.MethodToolsCall, map[string]any{
-					"name": mcpwire.ToolCharge, "arguments": map[string]any{"order_id": "o-" + tc.version, "amount_cents": 1, "duration_ms": 200},
+				body = requestBody(t, 7, mcp.MethodToolsCall, map[string]any{
+					"name": mcp.ToolCharge, "arguments": map[string]any{"order_id": "o-" + tc.version, "amount_cents": 1, "duration_ms": 200},
 				})
 			}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -407,7 +407,7 @@ func firstLine(t *testing.T, s *stream) string {
 
 func TestRetryFieldByDefault(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	sid, v := ts.initialize(t, mcp.Version20251125)
 	first := ts.open(t, http.MethodPost, headers(sid, v), listTools).next(t)
 	assert.Empty(t, first.Data)
 	assert.Equal(t, DefaultRetry, first.Retry)
@@ -415,18 +415,18 @@ func TestRetryFieldByDefault(t *testing.T) {
 
 func TestResponseModes(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcpwire.Version20250618)
+	sid, v := ts.initialize(t, mcp.Version20250618)
 	tests := []struct {
 		accept string // "-" sends no Accept header
 		want   string
 	}{
-		{"application/json", mcpwire.ContentTypeJSON},
-		{"application/*", mcpwire.ContentTypeJSON},
-		{"text/event-stream", mcpwire.ContentTypeSSE},
-		{"application/json, text/event-stream", mcpwire.ContentTypeSSE},
-		{"application/json, text/event-stream;q=0", mcpwire.ContentTypeJSON},
-		{"*/*", mcpwire.ContentTypeSSE},
-		{"-", mcpwire.ContentTypeSSE},
+		{"application/json", mcp.ContentTypeJSON},
+		{"application/*", mcp.ContentTypeJSON},
+		{"text/event-stream", mcp.ContentTypeSSE},
+		{"application/json, text/event-stream", mcp.ContentTypeSSE},
+		{"application/json, text/event-stream;q=0", mcp.ContentTypeJSON},
+		{"*/*", mcp.ContentTypeSSE},
+		{"-", mcp.ContentTypeSSE},
 	}
 	for i, tc := range tests {
 		t.Run(tc.accept, func(t *testing.T) {
@@ -436,7 +436,7 @@ func TestResponseModes(t *testing.T) {
 			} else {
 				h.Set("Accept", tc.accept)
 			}
-			body := requestBody(t, 100+i, mcpwire.MethodToolsCall, map[string]any{"name": "charge",
+			body := requestBody(t, 100+i, mcp.MethodToolsCall, map[string]any{"name": "charge",
 				"arguments": map[string]any{"order_id": "mode", "amount_cents": 1}})
 			resp := ts.do(t, context.Background(), http.MethodPost, "", h, body)
 			require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -452,20 +452,20 @@ func TestResponseModes(t *testing.T) {
 
 func TestJSONModeProgressGoesToStandaloneStream(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcpwire.Version20250618)
+	sid, v := ts.initialize(t, mcp.Version20250618)
 	g := get(sid, v)
 	standalone := ts.open(t, g.method, g.h, "")
 	h := headers(sid, v)
-	h.Set("Accept", mcpwire.ContentTypeJSON)
-	resp := ts.do(t, context.Background(), http.MethodPost, "", h, requestBody(t, 9, mcpwire.MethodToolsCall,
+	h.Set("Accept", mcp.ContentTypeJSON)
+	resp := ts.do(t, context.Background(), http.MethodPost, "", h, requestBody(t, 9, mcp.MethodToolsCall,
 		map[string]any{"name": "chatty", "arguments": map[string]any{"events": 3}}))
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	_, sc := toolResult(t, resultOf(t, resp))
 	assert.EqualValues(t, 3, sc["emitted"])
 	for seq := 1; seq <= 3; seq++ {
 		m := decode(t, standalone.next(t).Data)
-		require.Equal(t, mcpwire.MethodProgress, m.Method)
-		var p mcpwire.ProgressParams
+		require.Equal(t, mcp.MethodProgress, m.Method)
+		var p mcp.ProgressParams
 		require.NoError(t, json.Unmarshal(m.Params, &p))
 		assert.EqualValues(t, seq, p.Progress)
 		assert.EqualValues(t, 9, p.ProgressToken, "without a progressToken the request id stands in")
@@ -477,15 +477,15 @@ func TestJSONModeProgressGoesToStandaloneStream(t *testing.T) {
 
 func TestRequestsAnswered(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	sid, v := ts.initialize(t, mcp.Version20251125)
 	tests := []struct {
 		name, body string
-		check      func(t *testing.T, m mcpwire.Message)
+		check      func(t *testing.T, m mcp.Message)
 	}{
-		{"ping", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, func(t *testing.T, m mcpwire.Message) {
+		{"ping", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, func(t *testing.T, m mcp.Message) {
 			assert.JSONEq(t, `{}`, string(m.Result))
 		}},
-		{"tools/list", listTools, func(t *testing.T, m mcpwire.Message) {
+		{"tools/list", listTools, func(t *testing.T, m mcp.Message) {
 			var res struct {
 				Tools []struct {
 					Name        string          `json:"name"`
@@ -498,28 +498,28 @@ func TestRequestsAnswered(t *testing.T) {
 			assert.Equal(t, "chatty", res.Tools[1].Name)
 			assert.Contains(t, string(res.Tools[0].InputSchema), `"required":["order_id","amount_cents"]`)
 		}},
-		{"unknown method", `{"jsonrpc":"2.0","id":2,"method":"resources/list"}`, func(t *testing.T, m mcpwire.Message) {
+		{"unknown method", `{"jsonrpc":"2.0","id":2,"method":"resources/list"}`, func(t *testing.T, m mcp.Message) {
 			require.NotNil(t, m.Error)
-			assert.Equal(t, mcpwire.CodeMethodNotFound, m.Error.Code)
+			assert.Equal(t, mcp.CodeMethodNotFound, m.Error.Code)
 		}},
-		{"unknown tool", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"refund"}}`, func(t *testing.T, m mcpwire.Message) {
+		{"unknown tool", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"refund"}}`, func(t *testing.T, m mcp.Message) {
 			require.NotNil(t, m.Error)
-			assert.Equal(t, mcpwire.CodeInvalidParams, m.Error.Code)
+			assert.Equal(t, mcp.CodeInvalidParams, m.Error.Code)
 		}},
-		{"charge without order_id", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"charge","arguments":{"amount_cents":5}}}`, func(t *testing.T, m mcpwire.Message) {
+		{"charge without order_id", `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"charge","arguments":{"amount_cents":5}}}`, func(t *testing.T, m mcp.Message) {
 			res, sc := toolResult(t, m)
 			assert.True(t, res.IsError)
 			assert.Equal(t, "invalid_arguments", sc["error"])
 		}},
-		{"charge with a string amount", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"charge","arguments":{"order_id":"x","amount_cents":"5"}}}`, func(t *testing.T, m mcpwire.Message) {
+		{"charge with a string amount", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"charge","arguments":{"order_id":"x","amount_cents":"5"}}}`, func(t *testing.T, m mcp.Message) {
 			res, _ := toolResult(t, m)
 			assert.True(t, res.IsError)
 		}},
-		{"chatty with negative events", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"chatty","arguments":{"events":-1}}}`, func(t *testing.T, m mcpwire.Message) {
+		{"chatty with negative events", `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"chatty","arguments":{"events":-1}}}`, func(t *testing.T, m mcp.Message) {
 			res, _ := toolResult(t, m)
 			assert.True(t, res.IsError)
 		}},
-		{"chatty without arguments", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"chatty"}}`, func(t *testing.T, m mcpwire.Message) {
+		{"chatty without arguments", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"chatty"}}`, func(t *testing.T, m mcp.Message) {
 			res, _ := toolResult(t, m)
 			assert.True(t, res.IsError)
 		}},
@@ -536,7 +536,7 @@ func TestRequestsAnswered(t *testing.T) {
 
 func TestDeleteThen404(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	sid, v := ts.initialize(t, mcp.Version20251125)
 	del := request{method: http.MethodDelete, h: headers(sid, v)}
 	resp := ts.do(t, context.Background(), del.method, "", del.h, "")
 	require.Equal(t, http.StatusNoContent, resp.StatusCode)
@@ -552,7 +552,7 @@ func TestDeleteThen404(t *testing.T) {
 
 func TestIdleTTLExpires(t *testing.T) {
 	ts := startServer(t, Config{SessionTTL: 50 * time.Millisecond})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	sid, v := ts.initialize(t, mcp.Version20251125)
 	r := ts.waitRecord(t, sideeffects.KindSessionClosed, func(r sideeffects.Record) bool { return r.Session == sid })
 	assert.Equal(t, reasonExpired, r.Reason)
 	resp := ts.do(t, context.Background(), http.MethodPost, "", headers(sid, v), listTools)
@@ -563,7 +563,7 @@ func TestAttachedConnectionKeepsSessionAlive(t *testing.T) {
 	// The TTL leaves room for a loaded machine between the initialize and
 	// the GET that attaches; the keepalives then span over three TTLs.
 	ts := startServer(t, Config{SessionTTL: 300 * time.Millisecond, Keepalive: 25 * time.Millisecond})
-	sid, v := ts.initialize(t, mcpwire.Version20250618)
+	sid, v := ts.initialize(t, mcp.Version20250618)
 	g := get(sid, v)
 	s := ts.open(t, g.method, g.h, "")
 	br := bufio.NewReader(s.resp.Body)
@@ -583,8 +583,8 @@ func TestRunningToolDoesNotKeepSessionAlive(t *testing.T) {
 	// Room for a loaded machine between initialize and the call; the
 	// charge outlasts the TTL several times over.
 	ts := startServer(t, Config{SessionTTL: 200 * time.Millisecond})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 10, "duration_ms": 1000})
+	sid, v := ts.initialize(t, mcp.Version20251125)
+	s := ts.call(t, sid, v, 2, mcp.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 10, "duration_ms": 1000})
 	s.next(t) // priming: the call is running
 	s.cut()
 	closed := ts.waitRecord(t, sideeffects.KindSessionClosed, func(r sideeffects.Record) bool { return r.Session == sid })
@@ -603,9 +603,9 @@ func TestControlEndpoints(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	assert.JSONEq(t, `{"ok":true}`, string(b))
 
-	a, va := ts.initialize(t, mcpwire.Version20251125)
-	b2, vb := ts.initialize(t, mcpwire.Version20250618)
-	ts.call(t, a, va, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 5000}).next(t)
+	a, va := ts.initialize(t, mcp.Version20251125)
+	b2, vb := ts.initialize(t, mcp.Version20250618)
+	ts.call(t, a, va, 2, mcp.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 5000}).next(t)
 	ga := get(a, va)
 	sa := ts.open(t, ga.method, ga.h, "")
 	sa.next(t) // the priming event: attached
@@ -623,7 +623,7 @@ func TestControlEndpoints(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&ended))
 	assert.Equal(t, []string{b2}, ended.Sessions)
 	ev := sb.next(t)
-	assert.Equal(t, mcpwire.EventClose, ev.Type)
+	assert.Equal(t, mcp.EventClose, ev.Type)
 	assert.JSONEq(t, `{"reason":"terminated"}`, string(ev.Data))
 	assert.Empty(t, sb.rest(t), "the stream ends after the close event")
 
@@ -631,7 +631,7 @@ func TestControlEndpoints(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&ended))
 	assert.Equal(t, []string{a}, ended.Sessions, "without ?session every live session")
 	for _, ev := range sa.rest(t) {
-		assert.NotEqual(t, mcpwire.EventClose, ev.Type, "expiry sends no close event")
+		assert.NotEqual(t, mcp.EventClose, ev.Type, "expiry sends no close event")
 	}
 	for _, sid := range []string{a, b2} {
 		resp := ts.do(t, ctx, http.MethodPost, "", headers(sid, ""), listTools)
@@ -651,8 +651,8 @@ func TestControlEndpoints(t *testing.T) {
 
 func TestKeepaliveCommentsArrive(t *testing.T) {
 	ts := startServer(t, Config{Keepalive: 10 * time.Millisecond})
-	sid, v := ts.initialize(t, mcpwire.Version20250618)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 200})
+	sid, v := ts.initialize(t, mcp.Version20250618)
+	s := ts.call(t, sid, v, 2, mcp.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 200})
 	br := bufio.NewReader(s.resp.Body)
 	comments := 0
 	for comments < 3 {
@@ -670,11 +670,11 @@ func TestKeepaliveCommentsArrive(t *testing.T) {
 // stream closes, and a stream the server ends gets a retry hint.
 func TestShutdownDrainsMemoryStore(t *testing.T) {
 	ts := startServer(t, Config{Retry: 250 * time.Millisecond})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	sid, v := ts.initialize(t, mcp.Version20251125)
 	g := get(sid, v)
 	standalone := ts.open(t, g.method, g.h, "")
 	standalone.next(t)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 200})
+	s := ts.call(t, sid, v, 2, mcp.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 200})
 	s.next(t)
 	shut := make(chan error, 1)
 	go func() { shut <- ts.Shutdown(context.Background()) }()
@@ -696,8 +696,8 @@ func TestShutdownDrainsMemoryStore(t *testing.T) {
 // the drain ends with a retry hint, not a bare close.
 func TestShutdownDeadlineEndsStreamsWithRetryHint(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 10000})
+	sid, v := ts.initialize(t, mcp.Version20251125)
+	s := ts.call(t, sid, v, 2, mcp.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 10000})
 	s.next(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -714,12 +714,12 @@ func TestShutdownDeadlineEndsStreamsWithRetryHint(t *testing.T) {
 // client a cursor and a retry hint.
 func TestResumedStreamStartsWithPriming(t *testing.T) {
 	ts := startServer(t, Config{Retry: 300 * time.Millisecond})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 5000})
+	sid, v := ts.initialize(t, mcp.Version20251125)
+	s := ts.call(t, sid, v, 2, mcp.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 5000})
 	cursor := s.next(t).ID
 	s.cut()
 	h := get(sid, v).h
-	h.Set(mcpwire.HeaderLastEventID, cursor)
+	h.Set(mcp.HeaderLastEventID, cursor)
 	first := ts.open(t, http.MethodGet, h, "").next(t)
 	assert.Equal(t, cursor, first.ID)
 	assert.Empty(t, first.Data)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 func fileConfig(t *testing.T) Config {
@@ -27,10 +27,10 @@ func (ts *tserver) withLedger(cfg Config) *tserver {
 func TestFileStoreSurvivesCrash(t *testing.T) {
 	cfg := fileConfig(t)
 	ts := startServer(t, cfg).withLedger(cfg)
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
-	done := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 5})
+	sid, v := ts.initialize(t, mcp.Version20251125)
+	done := ts.call(t, sid, v, 2, mcp.ToolChatty, map[string]any{"events": 5})
 	before := done.rest(t)
-	s := ts.call(t, sid, v, 3, mcpwire.ToolCharge, map[string]any{"order_id": "o-9", "amount_cents": 100, "duration_ms": 10000})
+	s := ts.call(t, sid, v, 3, mcp.ToolCharge, map[string]any{"order_id": "o-9", "amount_cents": 100, "duration_ms": 10000})
 	prime := s.next(t)
 	require.NoError(t, ts.Close(), "an abrupt stop, as SIGKILL would leave it")
 
@@ -58,9 +58,9 @@ func TestFileStoreSurvivesCrash(t *testing.T) {
 func TestFileStoreLosesNoAcknowledgedEvent(t *testing.T) {
 	cfg := fileConfig(t)
 	ts := startServer(t, cfg).withLedger(cfg)
-	sid, v := ts.initialize(t, mcpwire.Version20250618)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 500, "interval_ms": 1})
-	var seen []mcpwire.Event
+	sid, v := ts.initialize(t, mcp.Version20250618)
+	s := ts.call(t, sid, v, 2, mcp.ToolChatty, map[string]any{"events": 500, "interval_ms": 1})
+	var seen []mcp.Event
 	for range 50 {
 		seen = append(seen, s.next(t))
 	}
@@ -81,15 +81,15 @@ func TestFileStoreLosesNoAcknowledgedEvent(t *testing.T) {
 func TestIdempotencyKeySurvivesRestart(t *testing.T) {
 	cfg := fileConfig(t)
 	ts := startServer(t, cfg).withLedger(cfg)
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	sid, v := ts.initialize(t, mcp.Version20251125)
 	args := map[string]any{"order_id": "o-7", "amount_cents": 500, "idempotency_key": "k-1", "duration_ms": 1}
-	_, sc := toolResult(t, resultOf(t, ts.call(t, sid, v, 2, mcpwire.ToolCharge, args).resp))
+	_, sc := toolResult(t, resultOf(t, ts.call(t, sid, v, 2, mcp.ToolCharge, args).resp))
 	assert.Nil(t, sc["deduplicated"])
 	require.NoError(t, ts.Shutdown(context.Background()))
 
 	ts2 := startServer(t, cfg).withLedger(cfg)
-	sid2, v2 := ts2.initialize(t, mcpwire.Version20251125)
-	_, sc = toolResult(t, resultOf(t, ts2.call(t, sid2, v2, 2, mcpwire.ToolCharge, args).resp))
+	sid2, v2 := ts2.initialize(t, mcp.Version20251125)
+	_, sc = toolResult(t, resultOf(t, ts2.call(t, sid2, v2, 2, mcp.ToolCharge, args).resp))
 	assert.Equal(t, true, sc["deduplicated"])
 	assert.Equal(t, true, sc["charged"])
 	assert.Len(t, ts2.records(sideeffects.KindCharge, nil), 1)
@@ -101,8 +101,8 @@ func TestIdempotencyKeySurvivesRestart(t *testing.T) {
 func TestShutdownDrainsTools(t *testing.T) {
 	cfg := fileConfig(t)
 	ts := startServer(t, cfg).withLedger(cfg)
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o-3", "amount_cents": 1, "duration_ms": 200})
+	sid, v := ts.initialize(t, mcp.Version20251125)
+	s := ts.call(t, sid, v, 2, mcp.ToolCharge, map[string]any{"order_id": "o-3", "amount_cents": 1, "duration_ms": 200})
 	prime := s.next(t)
 	shut := make(chan error, 1)
 	go func() { shut <- ts.Shutdown(context.Background()) }()
@@ -123,8 +123,8 @@ func TestShutdownDrainsTools(t *testing.T) {
 func TestShutdownDeadlineLeavesCallsUnresolved(t *testing.T) {
 	cfg := fileConfig(t)
 	ts := startServer(t, cfg).withLedger(cfg)
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o-4", "amount_cents": 1, "duration_ms": 10000})
+	sid, v := ts.initialize(t, mcp.Version20251125)
+	s := ts.call(t, sid, v, 2, mcp.ToolCharge, map[string]any{"order_id": "o-4", "amount_cents": 1, "duration_ms": 10000})
 	prime := s.next(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -140,7 +140,7 @@ func TestShutdownDeadlineLeavesCallsUnresolved(t *testing.T) {
 
 func TestMemoryStoreShutdownEndsSessions(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, _ := ts.initialize(t, mcpwire.Version20251125)
+	sid, _ := ts.initialize(t, mcp.Version20251125)
 	require.NoError(t, ts.Shutdown(context.Background()))
 	closed := ts.records(sideeffects.KindSessionClosed, nil)
 	require.Len(t, closed, 1)

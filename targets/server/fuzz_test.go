@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // absent, as a fuzzed header value, leaves the header out; sidToken
@@ -36,7 +36,7 @@ func fuzzRequest(t *testing.T, ts *tserver, method string, h http.Header, body s
 		return 0, nil, false // a header value net/http refuses to send
 	}
 	defer resp.Body.Close()
-	if resp.Header.Get("Content-Type") == mcpwire.ContentTypeSSE {
+	if resp.Header.Get("Content-Type") == mcp.ContentTypeSSE {
 		return resp.StatusCode, nil, true
 	}
 	b, err := io.ReadAll(resp.Body)
@@ -61,14 +61,14 @@ func setHeader(h http.Header, key, v string) {
 // id 1, and checks each answer against the documented order of checks.
 func FuzzHeaders(f *testing.F) {
 	ts := startServer(f, Config{Recorder: discard{}})
-	sid, version := ts.initialize(f, mcpwire.Version20250618)
+	sid, version := ts.initialize(f, mcp.Version20250618)
 	sess, _ := ts.lookup(sid)
 	for _, seed := range [][3]string{
 		{"1", sidToken, version}, {"1", sidToken, absent}, {absent, sidToken, absent}, {"2", sidToken, version},
-		{"0", sidToken, version}, {"01", sidToken, version}, {"abc", sidToken, version}, {"1", sidToken, mcpwire.Version20251125},
+		{"0", sidToken, version}, {"01", sidToken, version}, {"abc", sidToken, version}, {"1", sidToken, mcp.Version20251125},
 		{"1", sidToken, "2024-11-05"}, {"1", "", version}, {"1", absent, version}, {"1", "deadbeef", version},
 		{"99999999999999999999", sidToken, version}, {" 1 ", sidToken, " " + version}, {"", sidToken, ""},
-		{"1", sidToken, mcpwire.Version20260728},
+		{"1", sidToken, mcp.Version20260728},
 	} {
 		f.Add(seed[0], seed[1], seed[2])
 	}
@@ -80,9 +80,9 @@ func FuzzHeaders(f *testing.F) {
 		pv, id, lei := trim(protocolVersion), trim(sessionID), trim(lastEventID)
 		want := func(withLastEventID bool) int {
 			switch {
-			case withLastEventID && protocolVersion != absent && mcpwire.ModernVersion(pv):
+			case withLastEventID && protocolVersion != absent && mcp.ModernVersion(pv):
 				return http.StatusMethodNotAllowed // no GET at 2026-07-28
-			case protocolVersion != absent && !mcpwire.SupportedVersion(pv):
+			case protocolVersion != absent && !mcp.SupportedVersion(pv):
 				return http.StatusBadRequest
 			case sessionID == absent || id == "":
 				return http.StatusBadRequest
@@ -98,10 +98,10 @@ func FuzzHeaders(f *testing.F) {
 			return http.StatusOK
 		}
 
-		h := http.Header{"Accept": {mcpwire.ContentTypeSSE}}
-		setHeader(h, mcpwire.HeaderSessionID, sessionID)
-		setHeader(h, mcpwire.HeaderProtocolVersion, protocolVersion)
-		setHeader(h, mcpwire.HeaderLastEventID, lastEventID)
+		h := http.Header{"Accept": {mcp.ContentTypeSSE}}
+		setHeader(h, mcp.HeaderSessionID, sessionID)
+		setHeader(h, mcp.HeaderProtocolVersion, protocolVersion)
+		setHeader(h, mcp.HeaderLastEventID, lastEventID)
 		status, _, ok := fuzzRequest(t, ts, http.MethodGet, h, "")
 		if !ok {
 			return
@@ -110,9 +110,9 @@ func FuzzHeaders(f *testing.F) {
 		waitDetached(t, sess)
 
 		h = headers("", "")
-		h.Set("Accept", mcpwire.ContentTypeJSON) // a JSON answer issues no event id: the session keeps only id 1
-		setHeader(h, mcpwire.HeaderSessionID, sessionID)
-		setHeader(h, mcpwire.HeaderProtocolVersion, protocolVersion)
+		h.Set("Accept", mcp.ContentTypeJSON) // a JSON answer issues no event id: the session keeps only id 1
+		setHeader(h, mcp.HeaderSessionID, sessionID)
+		setHeader(h, mcp.HeaderProtocolVersion, protocolVersion)
 		status, _, _ = fuzzRequest(t, ts, http.MethodPost, h, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 		assert.Equal(t, want(false), status, "POST")
 		waitDetached(t, sess)
@@ -143,7 +143,7 @@ func FuzzPOSTBody(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte, v uint8) {
-		sid, version := ts.initialize(t, mcpwire.Versions[int(v)%len(mcpwire.Versions)])
+		sid, version := ts.initialize(t, mcp.Versions[int(v)%len(mcp.Versions)])
 		defer fuzzRequest(t, ts, http.MethodDelete, headers(sid, version), "")
 		status, got, ok := fuzzRequest(t, ts, http.MethodPost, headers(sid, version), string(body))
 		require.True(t, ok)
@@ -151,7 +151,7 @@ func FuzzPOSTBody(f *testing.F) {
 		require.Equal(t, wantStatus, status, "body %q on %s", body, version)
 		switch {
 		case wantRPC != 0:
-			var m mcpwire.Message
+			var m mcp.Message
 			require.NoError(t, json.Unmarshal(got, &m), "a JSON-RPC error body: %s", got)
 			require.NotNil(t, m.Error)
 			assert.Equal(t, wantRPC, m.Error.Code)
@@ -165,17 +165,17 @@ func FuzzPOSTBody(f *testing.F) {
 
 // expectPOST is the model: the answer to body on a session of version.
 func expectPOST(body []byte, version string) (status, rpcCode int, errCode string) {
-	msgs, batch, err := mcpwire.ParseBody(body)
+	msgs, batch, err := mcp.ParseBody(body)
 	if err != nil {
 		if json.Valid(body) {
-			return http.StatusBadRequest, mcpwire.CodeInvalidRequest, ""
+			return http.StatusBadRequest, mcp.CodeInvalidRequest, ""
 		}
-		return http.StatusBadRequest, mcpwire.CodeParseError, ""
+		return http.StatusBadRequest, mcp.CodeParseError, ""
 	}
 	var keys []string
 	for i := range msgs {
 		m := &msgs[i]
-		if m.IsRequest() && m.Method == mcpwire.MethodInitialize {
+		if m.IsRequest() && m.Method == mcp.MethodInitialize {
 			if batch || len(msgs) > 1 {
 				return http.StatusBadRequest, 0, errInitializeBatch
 			}
@@ -185,7 +185,7 @@ func expectPOST(body []byte, version string) (status, rpcCode int, errCode strin
 			keys = append(keys, m.IDString())
 		}
 	}
-	if batch && version != mcpwire.Version20250326 {
+	if batch && version != mcp.Version20250326 {
 		return http.StatusBadRequest, 0, errBatchNotSupported
 	}
 	if len(keys) == 0 {
@@ -194,7 +194,7 @@ func expectPOST(body []byte, version string) (status, rpcCode int, errCode strin
 	seen := map[string]bool{}
 	for _, k := range keys {
 		if seen[k] {
-			return http.StatusBadRequest, mcpwire.CodeInvalidRequest, ""
+			return http.StatusBadRequest, mcp.CodeInvalidRequest, ""
 		}
 		seen[k] = true
 	}
@@ -207,47 +207,47 @@ func expectPOST(body []byte, version string) (status, rpcCode int, errCode strin
 // to the method, Mcp-Name decoding to the tool's name.
 func FuzzModernHeaders(f *testing.F) {
 	ts := startServer(f, Config{Recorder: discard{}})
-	body := requestBody(f, 1, mcpwire.MethodToolsCall, map[string]any{
-		"name": mcpwire.ToolCharge, "arguments": map[string]any{"order_id": "f", "amount_cents": 1, "duration_ms": 1},
+	body := requestBody(f, 1, mcp.MethodToolsCall, map[string]any{
+		"name": mcp.ToolCharge, "arguments": map[string]any{"order_id": "f", "amount_cents": 1, "duration_ms": 1},
 		"_meta": modernMeta("fuzz")})
 	for _, seed := range [][3]string{
-		{mcpwire.Version20260728, mcpwire.MethodToolsCall, mcpwire.ToolCharge},
-		{mcpwire.Version20260728, mcpwire.MethodToolsCall, "=?base64?Y2hhcmdl?="},
-		{mcpwire.Version20260728, mcpwire.MethodToolsCall, "=?base64?Y2hhcmdl"},
-		{mcpwire.Version20260728, "tools/call ", mcpwire.ToolCharge},
-		{mcpwire.Version20260728, absent, mcpwire.ToolCharge},
-		{mcpwire.Version20251125, mcpwire.MethodToolsCall, mcpwire.ToolCharge},
-		{absent, mcpwire.MethodToolsCall, mcpwire.ToolCharge},
-		{"2099-01-01", mcpwire.MethodToolsCall, absent},
+		{mcp.Version20260728, mcp.MethodToolsCall, mcp.ToolCharge},
+		{mcp.Version20260728, mcp.MethodToolsCall, "=?base64?Y2hhcmdl?="},
+		{mcp.Version20260728, mcp.MethodToolsCall, "=?base64?Y2hhcmdl"},
+		{mcp.Version20260728, "tools/call ", mcp.ToolCharge},
+		{mcp.Version20260728, absent, mcp.ToolCharge},
+		{mcp.Version20251125, mcp.MethodToolsCall, mcp.ToolCharge},
+		{absent, mcp.MethodToolsCall, mcp.ToolCharge},
+		{"2099-01-01", mcp.MethodToolsCall, absent},
 	} {
 		f.Add(seed[0], seed[1], seed[2])
 	}
 	f.Fuzz(func(t *testing.T, protocolVersion, method, name string) {
 		trim := func(v string) string { return strings.Trim(v, " \t") }
 		want := http.StatusOK
-		switch decoded, ok := mcpwire.DecodeHeaderValue(trim(name)); {
-		case protocolVersion == absent || trim(protocolVersion) != mcpwire.Version20260728:
+		switch decoded, ok := mcp.DecodeHeaderValue(trim(name)); {
+		case protocolVersion == absent || trim(protocolVersion) != mcp.Version20260728:
 			want = http.StatusBadRequest
-		case method == absent || trim(method) != mcpwire.MethodToolsCall:
+		case method == absent || trim(method) != mcp.MethodToolsCall:
 			want = http.StatusBadRequest
-		case name == absent || !ok || decoded != mcpwire.ToolCharge:
+		case name == absent || !ok || decoded != mcp.ToolCharge:
 			want = http.StatusBadRequest
 		}
 		h := headers("", "")
-		h.Set("Accept", mcpwire.ContentTypeJSON)
-		setHeader(h, mcpwire.HeaderProtocolVersion, protocolVersion)
-		setHeader(h, mcpwire.HeaderMethod, method)
-		setHeader(h, mcpwire.HeaderName, name)
+		h.Set("Accept", mcp.ContentTypeJSON)
+		setHeader(h, mcp.HeaderProtocolVersion, protocolVersion)
+		setHeader(h, mcp.HeaderMethod, method)
+		setHeader(h, mcp.HeaderName, name)
 		status, b, ok := fuzzRequest(t, ts, http.MethodPost, h, body)
 		if !ok {
 			return
 		}
 		assert.Equal(t, want, status, "%s", b)
 		if status == http.StatusBadRequest {
-			m, err := mcpwire.ParseMessage(b)
+			m, err := mcp.ParseMessage(b)
 			require.NoError(t, err, "a 400 at 2026-07-28 is a JSON-RPC error: %s", b)
 			require.NotNil(t, m.Error)
-			assert.Contains(t, []int{mcpwire.CodeHeaderMismatch, mcpwire.CodeUnsupportedProtocolVersion}, m.Error.Code)
+			assert.Contains(t, []int{mcp.CodeHeaderMismatch, mcp.CodeUnsupportedProtocolVersion}, m.Error.Code)
 		}
 	})
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // testTimeout bounds every request a test makes, so a broken server fails
@@ -63,13 +63,13 @@ func startServerAt(t testing.TB, cfg Config, addr string) *tserver {
 // headers are the headers of a well-behaved client on session sid.
 func headers(sid, version string) http.Header {
 	h := http.Header{}
-	h.Set("Content-Type", mcpwire.ContentTypeJSON)
+	h.Set("Content-Type", mcp.ContentTypeJSON)
 	h.Set("Accept", "application/json, text/event-stream")
 	if sid != "" {
-		h.Set(mcpwire.HeaderSessionID, sid)
+		h.Set(mcp.HeaderSessionID, sid)
 	}
 	if version != "" {
-		h.Set(mcpwire.HeaderProtocolVersion, version)
+		h.Set(mcp.HeaderProtocolVersion, version)
 	}
 	return h
 }
@@ -92,7 +92,7 @@ func (ts *tserver) do(t testing.TB, ctx context.Context, method, path string, h 
 
 func requestBody(t testing.TB, id int, method string, params any) string {
 	t.Helper()
-	m, err := mcpwire.NewRequest(int64(id), method, params)
+	m, err := mcp.NewRequest(int64(id), method, params)
 	require.NoError(t, err)
 	b, err := json.Marshal(m)
 	require.NoError(t, err)
@@ -100,9 +100,9 @@ func requestBody(t testing.TB, id int, method string, params any) string {
 }
 
 func initBody(t testing.TB, version, client string) string {
-	return requestBody(t, 1, mcpwire.MethodInitialize, map[string]any{
+	return requestBody(t, 1, mcp.MethodInitialize, map[string]any{
 		"protocolVersion": version, "capabilities": map[string]any{},
-		"clientInfo": mcpwire.Implementation{Name: client, Version: "1"},
+		"clientInfo": mcp.Implementation{Name: client, Version: "1"},
 	})
 }
 
@@ -113,9 +113,9 @@ func (ts *tserver) initialize(t testing.TB, version string) (string, string) {
 	defer cancel()
 	resp := ts.do(t, ctx, http.MethodPost, "", headers("", ""), initBody(t, version, "client-1"))
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	sid := resp.Header.Get(mcpwire.HeaderSessionID)
+	sid := resp.Header.Get(mcp.HeaderSessionID)
 	require.Len(t, sid, 32)
-	var res mcpwire.InitializeResult
+	var res mcp.InitializeResult
 	require.NoError(t, json.Unmarshal(resultOf(t, resp).Result, &res))
 	note := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
 	ack := ts.do(t, ctx, http.MethodPost, "", headers(sid, res.ProtocolVersion), note)
@@ -124,12 +124,12 @@ func (ts *tserver) initialize(t testing.TB, version string) (string, string) {
 }
 
 // resultOf reads an SSE or JSON response until its (single) response message.
-func resultOf(t testing.TB, resp *http.Response) mcpwire.Message {
+func resultOf(t testing.TB, resp *http.Response) mcp.Message {
 	t.Helper()
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), mcpwire.ContentTypeJSON) {
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), mcp.ContentTypeJSON) {
 		b, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
-		m, err := mcpwire.ParseMessage(b)
+		m, err := mcp.ParseMessage(b)
 		require.NoError(t, err, "body %s", b)
 		return m
 	}
@@ -142,21 +142,21 @@ func resultOf(t testing.TB, resp *http.Response) mcpwire.Message {
 		}
 	}
 	t.Fatal("the stream ended without a response")
-	return mcpwire.Message{}
+	return mcp.Message{}
 }
 
-func decode(t testing.TB, data []byte) mcpwire.Message {
+func decode(t testing.TB, data []byte) mcp.Message {
 	t.Helper()
-	m, err := mcpwire.ParseMessage(data)
+	m, err := mcp.ParseMessage(data)
 	require.NoError(t, err, "event data %s", data)
 	return m
 }
 
 // readAll reads SSE events until the server ends the stream cleanly.
-func readAll(t testing.TB, resp *http.Response) []mcpwire.Event {
+func readAll(t testing.TB, resp *http.Response) []mcp.Event {
 	t.Helper()
-	var out []mcpwire.Event
-	r := mcpwire.NewEventReader(resp.Body)
+	var out []mcp.Event
+	r := mcp.NewEventReader(resp.Body)
 	for {
 		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -170,7 +170,7 @@ func readAll(t testing.TB, resp *http.Response) []mcpwire.Event {
 // stream is an SSE response the test reads event by event and can cut.
 type stream struct {
 	resp   *http.Response
-	r      *mcpwire.EventReader
+	r      *mcp.EventReader
 	cancel context.CancelFunc
 }
 
@@ -181,14 +181,14 @@ func (ts *tserver) open(t testing.TB, method string, h http.Header, body string)
 	t.Cleanup(cancel)
 	resp := ts.do(t, ctx, method, "", h, body)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Equal(t, mcpwire.ContentTypeSSE, resp.Header.Get("Content-Type"))
-	return &stream{resp: resp, r: mcpwire.NewEventReader(resp.Body), cancel: cancel}
+	require.Equal(t, mcp.ContentTypeSSE, resp.Header.Get("Content-Type"))
+	return &stream{resp: resp, r: mcp.NewEventReader(resp.Body), cancel: cancel}
 }
 
 // call starts tools/call and returns its SSE stream.
 func (ts *tserver) call(t testing.TB, sid, version string, id int, tool string, args any) *stream {
 	t.Helper()
-	return ts.open(t, http.MethodPost, headers(sid, version), requestBody(t, id, mcpwire.MethodToolsCall,
+	return ts.open(t, http.MethodPost, headers(sid, version), requestBody(t, id, mcp.MethodToolsCall,
 		map[string]any{"name": tool, "arguments": args, "_meta": map[string]any{"progressToken": "tok-" + strconv.Itoa(id)}}))
 }
 
@@ -199,19 +199,19 @@ func (ts *tserver) resume(t testing.TB, sid, version string, last int64) *http.R
 	t.Cleanup(cancel)
 	h := headers(sid, version)
 	h.Del("Content-Type")
-	h.Set("Accept", mcpwire.ContentTypeSSE)
-	h.Set(mcpwire.HeaderLastEventID, strconv.FormatInt(last, 10))
+	h.Set("Accept", mcp.ContentTypeSSE)
+	h.Set(mcp.HeaderLastEventID, strconv.FormatInt(last, 10))
 	return ts.do(t, ctx, http.MethodGet, "", h, "")
 }
 
-func (s *stream) next(t testing.TB) mcpwire.Event {
+func (s *stream) next(t testing.TB) mcp.Event {
 	t.Helper()
 	ev, err := s.r.Next()
 	require.NoError(t, err)
 	return ev
 }
 
-func (s *stream) rest(t testing.TB) []mcpwire.Event {
+func (s *stream) rest(t testing.TB) []mcp.Event {
 	t.Helper()
 	return readAll(t, s.resp)
 }
@@ -222,7 +222,7 @@ func (s *stream) cut() {
 	_ = s.resp.Body.Close()
 }
 
-func eventID(t testing.TB, ev mcpwire.Event) int64 {
+func eventID(t testing.TB, ev mcp.Event) int64 {
 	t.Helper()
 	id, err := strconv.ParseInt(ev.ID, 10, 64)
 	require.NoError(t, err, "event id %q", ev.ID)
@@ -260,10 +260,10 @@ func forRequest(id string) func(sideeffects.Record) bool {
 }
 
 // toolResult decodes a tools/call response.
-func toolResult(t testing.TB, m mcpwire.Message) (mcpwire.CallResult, map[string]any) {
+func toolResult(t testing.TB, m mcp.Message) (mcp.CallResult, map[string]any) {
 	t.Helper()
 	require.Nil(t, m.Error, "tools/call failed: %+v", m.Error)
-	var res mcpwire.CallResult
+	var res mcp.CallResult
 	require.NoError(t, json.Unmarshal(m.Result, &res))
 	var sc map[string]any
 	require.NoError(t, json.Unmarshal(res.StructuredContent, &sc))

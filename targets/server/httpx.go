@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // maxBodyBytes bounds a POST body; larger bodies get 413.
@@ -63,7 +63,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":"internal"}`)
 	}
-	w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
+	w.Header().Set("Content-Type", mcp.ContentTypeJSON)
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
@@ -75,7 +75,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 // writeRPCError answers with a JSON-RPC error object as the body, as the
 // specification asks for messages the server cannot accept.
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
-	writeJSON(w, status, mcpwire.NewError(id, code, msg))
+	writeJSON(w, status, mcp.NewError(id, code, msg))
 }
 
 // accepts reports which of application/json and text/event-stream the
@@ -95,9 +95,9 @@ func accepts(values []string) (jsonOK, sseOK bool) {
 				continue
 			}
 			switch media {
-			case mcpwire.ContentTypeJSON, "application/*":
+			case mcp.ContentTypeJSON, "application/*":
 				jsonOK = true
-			case mcpwire.ContentTypeSSE, "text/*":
+			case mcp.ContentTypeSSE, "text/*":
 				sseOK = true
 			case "*/*":
 				jsonOK, sseOK = true, true
@@ -109,17 +109,17 @@ func accepts(values []string) (jsonOK, sseOK bool) {
 
 func isJSONContent(contentType string) bool {
 	media, _, err := mime.ParseMediaType(contentType)
-	return err == nil && media == mcpwire.ContentTypeJSON
+	return err == nil && media == mcp.ContentTypeJSON
 }
 
 // headerVersion returns the MCP-Protocol-Version header. ok is false when
 // the header is present but is not exactly one supported version.
 func headerVersion(h http.Header) (v string, ok bool) {
-	vals := h.Values(mcpwire.HeaderProtocolVersion)
+	vals := h.Values(mcp.HeaderProtocolVersion)
 	switch {
 	case len(vals) == 0:
 		return "", true
-	case len(vals) == 1 && mcpwire.SupportedVersion(vals[0]):
+	case len(vals) == 1 && mcp.SupportedVersion(vals[0]):
 		return vals[0], true
 	}
 	return "", false
@@ -208,7 +208,7 @@ func (o origin) loopback() bool {
 // reaches a client without the priming event that gives it a cursor.
 func writeSSEHeaders(w http.ResponseWriter) {
 	h := w.Header()
-	h.Set("Content-Type", mcpwire.ContentTypeSSE)
+	h.Set("Content-Type", mcp.ContentTypeSSE)
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no") // keep reverse proxies from buffering the stream
 	w.WriteHeader(http.StatusOK)

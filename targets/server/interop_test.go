@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // TestGoSDKClientInterop runs the official MCP Go SDK client, which nobody
@@ -22,10 +22,10 @@ func TestGoSDKClientInterop(t *testing.T) {
 	tests := []struct{ name, asked, want string }{
 		// The SDK first tries server/discover (2026-07-28), which the server
 		// answers: the SDK stays stateless.
-		{"sdk default", "", mcpwire.Version20260728},
-		{"2025-03-26", mcpwire.Version20250326, mcpwire.Version20250326},
-		{"2025-06-18", mcpwire.Version20250618, mcpwire.Version20250618},
-		{"2025-11-25", mcpwire.Version20251125, mcpwire.Version20251125},
+		{"sdk default", "", mcp.Version20260728},
+		{"2025-03-26", mcp.Version20250326, mcp.Version20250326},
+		{"2025-06-18", mcp.Version20250618, mcp.Version20250618},
+		{"2025-11-25", mcp.Version20251125, mcp.Version20251125},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,7 +53,7 @@ func TestGoSDKClientInterop(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, tools.Tools, 2)
 
-			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcpwire.ToolChatty,
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ToolChatty,
 				Arguments: map[string]any{"events": 5, "interval_ms": 1}, Meta: sdk.Meta{"progressToken": "p-" + tc.name}})
 			require.NoError(t, err)
 			require.False(t, res.IsError)
@@ -66,7 +66,7 @@ func TestGoSDKClientInterop(t *testing.T) {
 			assert.Equal(t, []float64{1, 2, 3, 4, 5}, progress)
 
 			order := "sdk-order-" + tc.name
-			res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: mcpwire.ToolCharge,
+			res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ToolCharge,
 				Arguments: map[string]any{"order_id": order, "amount_cents": 1234, "duration_ms": 20}})
 			require.NoError(t, err)
 			require.False(t, res.IsError)
@@ -77,7 +77,7 @@ func TestGoSDKClientInterop(t *testing.T) {
 			assert.Equal(t, "sdk-"+tc.name, charges[0].Client)
 
 			require.NoError(t, cs.Close())
-			if tc.want == mcpwire.Version20260728 {
+			if tc.want == mcp.Version20260728 {
 				assert.Empty(t, sid, "no session at 2026-07-28")
 				return
 			}
@@ -105,7 +105,7 @@ func TestGoSDKClientResumesAcrossRestart(t *testing.T) {
 	defer cancel()
 	c := sdk.NewClient(&sdk.Implementation{Name: "sdk-restart", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.base + "/mcp", HTTPClient: client, MaxRetries: 3},
-		&sdk.ClientSessionOptions{ProtocolVersion: mcpwire.Version20251125})
+		&sdk.ClientSessionOptions{ProtocolVersion: mcp.Version20251125})
 	require.NoError(t, err)
 	defer cs.Close()
 
@@ -115,7 +115,7 @@ func TestGoSDKClientResumesAcrossRestart(t *testing.T) {
 	}
 	got := make(chan answer, 1)
 	go func() {
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcpwire.ToolCharge,
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ToolCharge,
 			Arguments: map[string]any{"order_id": "deploy", "amount_cents": 700, "duration_ms": 100}})
 		got <- answer{res, err}
 	}()

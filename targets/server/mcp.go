@@ -6,8 +6,8 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // routes builds the handler: /mcp, /control/..., behind the Origin check.
@@ -72,7 +72,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) *session {
 		writeError(w, http.StatusBadRequest, errBadProtocolVersion, "MCP-Protocol-Version must be one of "+versionList())
 		return nil
 	}
-	ids := r.Header.Values(mcpwire.HeaderSessionID)
+	ids := r.Header.Values(mcp.HeaderSessionID)
 	if len(ids) != 1 || ids[0] == "" {
 		writeError(w, http.StatusBadRequest, errMissingSession, "Mcp-Session-Id is required")
 		return nil
@@ -98,7 +98,7 @@ func (s *Server) enter(w http.ResponseWriter, r *http.Request) *session {
 }
 
 func versionList() string {
-	b, _ := json.Marshal(mcpwire.Versions)
+	b, _ := json.Marshal(mcp.Versions)
 	return string(b)
 }
 
@@ -133,7 +133,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.leave(sess)
-	if batch && sess.version != mcpwire.Version20250326 {
+	if batch && sess.version != mcp.Version20250326 {
 		writeError(w, http.StatusBadRequest, errBatchNotSupported, "JSON-RPC batches are only allowed on 2025-03-26 sessions")
 		return
 	}
@@ -141,7 +141,7 @@ func (s *Server) servePOST(w http.ResponseWriter, r *http.Request) {
 }
 
 // readMessages reads and parses a POST body, answering 413 or 400 itself.
-func readMessages(w http.ResponseWriter, r *http.Request) ([]mcpwire.Message, bool, bool) {
+func readMessages(w http.ResponseWriter, r *http.Request) ([]mcp.Message, bool, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -152,21 +152,21 @@ func readMessages(w http.ResponseWriter, r *http.Request) ([]mcpwire.Message, bo
 		}
 		return nil, false, false
 	}
-	msgs, batch, err := mcpwire.ParseBody(body)
+	msgs, batch, err := mcp.ParseBody(body)
 	if err != nil {
 		if json.Valid(body) {
-			writeRPCError(w, http.StatusBadRequest, nil, mcpwire.CodeInvalidRequest, err.Error())
+			writeRPCError(w, http.StatusBadRequest, nil, mcp.CodeInvalidRequest, err.Error())
 		} else {
-			writeRPCError(w, http.StatusBadRequest, nil, mcpwire.CodeParseError, "parse error: "+err.Error())
+			writeRPCError(w, http.StatusBadRequest, nil, mcp.CodeParseError, "parse error: "+err.Error())
 		}
 		return nil, false, false
 	}
 	return msgs, batch, true
 }
 
-func findInitialize(msgs []mcpwire.Message) *mcpwire.Message {
+func findInitialize(msgs []mcp.Message) *mcp.Message {
 	for i := range msgs {
-		if msgs[i].IsRequest() && msgs[i].Method == mcpwire.MethodInitialize {
+		if msgs[i].IsRequest() && msgs[i].Method == mcp.MethodInitialize {
 			return &msgs[i]
 		}
 	}

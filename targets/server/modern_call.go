@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // anonymousClient names the ledger's client for a 2026-07-28 request whose
@@ -31,12 +31,12 @@ type modernCall struct {
 // request's cancellation is the connection's: a stream that closes before
 // its result is a cancelled call (call_cancelled), and the tool does what
 // Config.OnCancel says.
-func (s *Server) serveModernCall(w http.ResponseWriter, r *http.Request, sseOK bool, m mcpwire.Message, f mcpwire.RequestFields) {
+func (s *Server) serveModernCall(w http.ResponseWriter, r *http.Request, sseOK bool, m mcp.Message, f mcp.RequestFields) {
 	var p struct {
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	if json.Unmarshal(m.Params, &p) != nil || !tools.Known(f.Name) {
-		writeRPCError(w, http.StatusOK, m.ID, mcpwire.CodeInvalidParams, "unknown tool or malformed tools/call params")
+		writeRPCError(w, http.StatusOK, m.ID, mcp.CodeInvalidParams, "unknown tool or malformed tools/call params")
 		return
 	}
 	client := anonymousClient
@@ -158,12 +158,12 @@ func (s *Server) streamModern(w http.ResponseWriter, r *http.Request, c *modernC
 	for {
 		notes, final, out, ok := c.box.take()
 		for _, n := range notes {
-			if mcpwire.WriteEvent(w, mcpwire.Event{Data: n.data}) != nil {
+			if mcp.WriteEvent(w, mcp.Event{Data: n.data}) != nil {
 				return
 			}
 		}
 		if ok {
-			_ = mcpwire.WriteEvent(w, mcpwire.Event{Data: s.deliver(c, final, out)})
+			_ = mcp.WriteEvent(w, mcp.Event{Data: s.deliver(c, final, out)})
 			_ = rc.Flush()
 			s.record(c.lc.Finished(out))
 			return
@@ -174,7 +174,7 @@ func (s *Server) streamModern(w http.ResponseWriter, r *http.Request, c *modernC
 		select {
 		case <-c.box.ready:
 		case <-keepalive:
-			if mcpwire.WriteComment(w, "keepalive") != nil || rc.Flush() != nil {
+			if mcp.WriteComment(w, "keepalive") != nil || rc.Flush() != nil {
 				return
 			}
 		case <-r.Context().Done():
@@ -192,7 +192,7 @@ func (s *Server) answerModern(w http.ResponseWriter, r *http.Request, c *modernC
 	defer func() { s.closeModern(c, reason) }()
 	for {
 		if _, final, out, ok := c.box.take(); ok {
-			w.Header().Set("Content-Type", mcpwire.ContentTypeJSON)
+			w.Header().Set("Content-Type", mcp.ContentTypeJSON)
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write(s.deliver(c, final, out))
 			s.record(c.lc.Finished(out))
@@ -211,17 +211,17 @@ func (s *Server) answerModern(w http.ResponseWriter, r *http.Request, c *modernC
 
 // modernMessage renders a tool's outcome as a 2026-07-28 response: the
 // tools/call result with resultType "complete".
-func modernMessage(id json.RawMessage, o tools.Outcome) mcpwire.Message {
+func modernMessage(id json.RawMessage, o tools.Outcome) mcp.Message {
 	res, err := o.Result()
 	if err != nil {
-		return mcpwire.NewError(id, mcpwire.CodeInternalError, err.Error())
+		return mcp.NewError(id, mcp.CodeInternalError, err.Error())
 	}
-	msg, err := mcpwire.NewResult(id, struct {
-		mcpwire.CallResult
+	msg, err := mcp.NewResult(id, struct {
+		mcp.CallResult
 		ResultType string `json:"resultType"`
-	}{res, mcpwire.ResultComplete})
+	}{res, mcp.ResultComplete})
 	if err != nil {
-		return mcpwire.NewError(id, mcpwire.CodeInternalError, err.Error())
+		return mcp.NewError(id, mcp.CodeInternalError, err.Error())
 	}
 	return msg
 }

@@ -14,16 +14,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // modernMeta is the _meta of a well-behaved 2026-07-28 client.
 func modernMeta(client string) map[string]any {
 	return map[string]any{
-		mcpwire.MetaProtocolVersion:    mcpwire.Version20260728,
-		mcpwire.MetaClientInfo:         mcpwire.Implementation{Name: client, Version: "1"},
-		mcpwire.MetaClientCapabilities: map[string]any{},
+		mcp.MetaProtocolVersion:    mcp.Version20260728,
+		mcp.MetaClientInfo:         mcp.Implementation{Name: client, Version: "1"},
+		mcp.MetaClientCapabilities: map[string]any{},
 	}
 }
 
@@ -36,16 +36,16 @@ func modern(t testing.TB, id int, method string, params map[string]any) request 
 	if _, ok := params["_meta"]; !ok {
 		params["_meta"] = modernMeta("modern-1")
 	}
-	h := headers("", mcpwire.Version20260728)
-	h.Set(mcpwire.HeaderMethod, method)
+	h := headers("", mcp.Version20260728)
+	h.Set(mcp.HeaderMethod, method)
 	if name, ok := params["name"].(string); ok {
-		h.Set(mcpwire.HeaderName, mcpwire.EncodeHeaderValue(name))
+		h.Set(mcp.HeaderName, mcp.EncodeHeaderValue(name))
 	}
 	return request{method: http.MethodPost, h: h, body: requestBody(t, id, method, params)}
 }
 
 func modernCharge(t testing.TB, id int, args map[string]any) request {
-	return modern(t, id, mcpwire.MethodToolsCall, map[string]any{"name": mcpwire.ToolCharge, "arguments": args})
+	return modern(t, id, mcp.MethodToolsCall, map[string]any{"name": mcp.ToolCharge, "arguments": args})
 }
 
 // TestModernStatusCodes is the conformance table of 2026-07-28: the
@@ -53,16 +53,16 @@ func modernCharge(t testing.TB, id int, args map[string]any) request {
 // the server checks them.
 func TestModernStatusCodes(t *testing.T) {
 	ts := startServer(t, Config{})
-	legacySID, _ := ts.initialize(t, mcpwire.Version20251125)
-	discover := modern(t, 1, mcpwire.MethodDiscover, nil)
+	legacySID, _ := ts.initialize(t, mcp.Version20251125)
+	discover := modern(t, 1, mcp.MethodDiscover, nil)
 	charge := modernCharge(t, 2, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 1})
 	noMeta := discover
-	noMeta.body = requestBody(t, 1, mcpwire.MethodDiscover, nil)
+	noMeta.body = requestBody(t, 1, mcp.MethodDiscover, nil)
 	otherMeta := discover
 	meta := modernMeta("c")
-	meta[mcpwire.MetaProtocolVersion] = "2099-01-01"
-	otherMeta.body = requestBody(t, 1, mcpwire.MethodDiscover, map[string]any{"_meta": meta})
-	unicode := modern(t, 3, mcpwire.MethodToolsCall, map[string]any{"name": "chärge", "arguments": map[string]any{}})
+	meta[mcp.MetaProtocolVersion] = "2099-01-01"
+	otherMeta.body = requestBody(t, 1, mcp.MethodDiscover, map[string]any{"_meta": meta})
+	unicode := modern(t, 3, mcp.MethodToolsCall, map[string]any{"name": "chärge", "arguments": map[string]any{}})
 
 	tests := []struct {
 		name   string
@@ -72,33 +72,33 @@ func TestModernStatusCodes(t *testing.T) {
 		code   string
 	}{
 		{"server/discover", discover, 200, 0, ""},
-		{"tools/list", modern(t, 4, mcpwire.MethodToolsList, nil), 200, 0, ""},
-		{"ping", modern(t, 5, mcpwire.MethodPing, nil), 200, 0, ""},
+		{"tools/list", modern(t, 4, mcp.MethodToolsList, nil), 200, 0, ""},
+		{"ping", modern(t, 5, mcp.MethodPing, nil), 200, 0, ""},
 		{"tools/call", charge, 200, 0, ""},
-		{"Mcp-Session-Id is ignored", charge.with(mcpwire.HeaderSessionID, "nope"), 200, 0, ""},
-		{"a live session's id is ignored too", charge.with(mcpwire.HeaderSessionID, legacySID), 200, 0, ""},
-		{"Last-Event-ID is ignored", charge.with(mcpwire.HeaderLastEventID, "7"), 200, 0, ""},
+		{"Mcp-Session-Id is ignored", charge.with(mcp.HeaderSessionID, "nope"), 200, 0, ""},
+		{"a live session's id is ignored too", charge.with(mcp.HeaderSessionID, legacySID), 200, 0, ""},
+		{"Last-Event-ID is ignored", charge.with(mcp.HeaderLastEventID, "7"), 200, 0, ""},
 		{"disallowed Origin", charge.with("Origin", "http://evil.example"), 403, 0, errForbiddenOrigin},
-		{"GET", request{method: http.MethodGet, h: get("", mcpwire.Version20260728).h}, 405, 0, errMethodNotAllowed},
-		{"DELETE", request{method: http.MethodDelete, h: headers(legacySID, mcpwire.Version20260728)}, 405, 0, errMethodNotAllowed},
-		{"batch", request{method: http.MethodPost, h: discover.h, body: "[" + discover.body + "]"}, 400, mcpwire.CodeInvalidRequest, ""},
+		{"GET", request{method: http.MethodGet, h: get("", mcp.Version20260728).h}, 405, 0, errMethodNotAllowed},
+		{"DELETE", request{method: http.MethodDelete, h: headers(legacySID, mcp.Version20260728)}, 405, 0, errMethodNotAllowed},
+		{"batch", request{method: http.MethodPost, h: discover.h, body: "[" + discover.body + "]"}, 400, mcp.CodeInvalidRequest, ""},
 		{"notification", request{method: http.MethodPost, h: discover.h, body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`}, 202, 0, ""},
-		{"response", request{method: http.MethodPost, h: discover.h, body: responseOnly}, 400, mcpwire.CodeInvalidRequest, ""},
-		{"no MCP-Protocol-Version", discover.without(mcpwire.HeaderProtocolVersion), 400, mcpwire.CodeHeaderMismatch, ""},
-		{"unsupported version", otherMeta.with(mcpwire.HeaderProtocolVersion, "2099-01-01"), 400, mcpwire.CodeUnsupportedProtocolVersion, ""},
-		{"a legacy version without initialize", discover.with(mcpwire.HeaderProtocolVersion, mcpwire.Version20251125), 400, mcpwire.CodeUnsupportedProtocolVersion, ""},
-		{"no _meta protocol version", noMeta, 400, mcpwire.CodeHeaderMismatch, ""},
-		{"_meta version not the header's", otherMeta, 400, mcpwire.CodeHeaderMismatch, ""},
-		{"no Mcp-Method", discover.without(mcpwire.HeaderMethod), 400, mcpwire.CodeHeaderMismatch, ""},
-		{"Mcp-Method not the body's", discover.with(mcpwire.HeaderMethod, mcpwire.MethodPing), 400, mcpwire.CodeHeaderMismatch, ""},
-		{"Mcp-Method compares case-sensitively", discover.with(mcpwire.HeaderMethod, "Server/Discover"), 400, mcpwire.CodeHeaderMismatch, ""},
-		{"no Mcp-Name on tools/call", charge.without(mcpwire.HeaderName), 400, mcpwire.CodeHeaderMismatch, ""},
-		{"Mcp-Name not the body's", charge.with(mcpwire.HeaderName, mcpwire.ToolChatty), 400, mcpwire.CodeHeaderMismatch, ""},
-		{"Mcp-Name base64 of the body's", charge.with(mcpwire.HeaderName, "=?base64?Y2hhcmdl?="), 200, 0, ""},
-		{"Mcp-Name broken base64", charge.with(mcpwire.HeaderName, "=?base64?!!?="), 400, mcpwire.CodeHeaderMismatch, ""},
-		{"Mcp-Name of a name beyond ASCII, encoded", unicode, 200, mcpwire.CodeInvalidParams, ""},
-		{"unknown method", modern(t, 6, "resources/list", nil), 404, mcpwire.CodeMethodNotFound, ""},
-		{"unknown tool", modern(t, 7, mcpwire.MethodToolsCall, map[string]any{"name": "refund"}), 200, mcpwire.CodeInvalidParams, ""},
+		{"response", request{method: http.MethodPost, h: discover.h, body: responseOnly}, 400, mcp.CodeInvalidRequest, ""},
+		{"no MCP-Protocol-Version", discover.without(mcp.HeaderProtocolVersion), 400, mcp.CodeHeaderMismatch, ""},
+		{"unsupported version", otherMeta.with(mcp.HeaderProtocolVersion, "2099-01-01"), 400, mcp.CodeUnsupportedProtocolVersion, ""},
+		{"a legacy version without initialize", discover.with(mcp.HeaderProtocolVersion, mcp.Version20251125), 400, mcp.CodeUnsupportedProtocolVersion, ""},
+		{"no _meta protocol version", noMeta, 400, mcp.CodeHeaderMismatch, ""},
+		{"_meta version not the header's", otherMeta, 400, mcp.CodeHeaderMismatch, ""},
+		{"no Mcp-Method", discover.without(mcp.HeaderMethod), 400, mcp.CodeHeaderMismatch, ""},
+		{"Mcp-Method not the body's", discover.with(mcp.HeaderMethod, mcp.MethodPing), 400, mcp.CodeHeaderMismatch, ""},
+		{"Mcp-Method compares case-sensitively", discover.with(mcp.HeaderMethod, "Server/Discover"), 400, mcp.CodeHeaderMismatch, ""},
+		{"no Mcp-Name on tools/call", charge.without(mcp.HeaderName), 400, mcp.CodeHeaderMismatch, ""},
+		{"Mcp-Name not the body's", charge.with(mcp.HeaderName, mcp.ToolChatty), 400, mcp.CodeHeaderMismatch, ""},
+		{"Mcp-Name base64 of the body's", charge.with(mcp.HeaderName, "=?base64?Y2hhcmdl?="), 200, 0, ""},
+		{"Mcp-Name broken base64", charge.with(mcp.HeaderName, "=?base64?!!?="), 400, mcp.CodeHeaderMismatch, ""},
+		{"Mcp-Name of a name beyond ASCII, encoded", unicode, 200, mcp.CodeInvalidParams, ""},
+		{"unknown method", modern(t, 6, "resources/list", nil), 404, mcp.CodeMethodNotFound, ""},
+		{"unknown tool", modern(t, 7, mcp.MethodToolsCall, map[string]any{"name": "refund"}), 200, mcp.CodeInvalidParams, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,7 +106,7 @@ func TestModernStatusCodes(t *testing.T) {
 			defer cancel()
 			resp := ts.do(t, ctx, tc.req.method, "", tc.req.h, tc.req.body)
 			require.Equal(t, tc.status, resp.StatusCode)
-			assert.Empty(t, resp.Header.Get(mcpwire.HeaderSessionID), "no session id is minted or echoed")
+			assert.Empty(t, resp.Header.Get(mcp.HeaderSessionID), "no session id is minted or echoed")
 			switch {
 			case tc.code != "":
 				var body errorBody
@@ -126,7 +126,7 @@ func TestModernStatusCodes(t *testing.T) {
 					ResultType string `json:"resultType"`
 				}
 				require.NoError(t, json.Unmarshal(m.Result, &r))
-				assert.Equal(t, mcpwire.ResultComplete, r.ResultType)
+				assert.Equal(t, mcp.ResultComplete, r.ResultType)
 			}
 			if tc.status == http.StatusMethodNotAllowed {
 				assert.Equal(t, http.MethodPost, resp.Header.Get("Allow"))
@@ -137,27 +137,27 @@ func TestModernStatusCodes(t *testing.T) {
 
 func TestModernDiscoverAndUnsupportedListVersions(t *testing.T) {
 	ts := startServer(t, Config{})
-	d := modern(t, 1, mcpwire.MethodDiscover, nil)
-	var res mcpwire.DiscoverResult
+	d := modern(t, 1, mcp.MethodDiscover, nil)
+	var res mcp.DiscoverResult
 	require.NoError(t, json.Unmarshal(resultOf(t, ts.do(t, context.Background(), d.method, "", d.h, d.body)).Result, &res))
-	want := []string{mcpwire.Version20260728, mcpwire.Version20251125, mcpwire.Version20250618, mcpwire.Version20250326}
+	want := []string{mcp.Version20260728, mcp.Version20251125, mcp.Version20250618, mcp.Version20250326}
 	assert.Equal(t, want, res.SupportedVersions)
 	assert.JSONEq(t, `{"tools":{}}`, string(res.Capabilities))
 
-	u := d.with(mcpwire.HeaderProtocolVersion, "1900-01-01")
+	u := d.with(mcp.HeaderProtocolVersion, "1900-01-01")
 	resp := ts.do(t, context.Background(), u.method, "", u.h, u.body)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	m := resultOf(t, resp)
 	require.NotNil(t, m.Error)
 	assert.Equal(t, "1", m.IDString())
-	var data mcpwire.UnsupportedVersionData
+	var data mcp.UnsupportedVersionData
 	require.NoError(t, json.Unmarshal(m.Error.Data, &data))
-	assert.Equal(t, mcpwire.UnsupportedVersionData{Supported: want, Requested: "1900-01-01"}, data)
+	assert.Equal(t, mcp.UnsupportedVersionData{Supported: want, Requested: "1900-01-01"}, data)
 }
 
 func TestModernCallStreamsProgressThenResult(t *testing.T) {
 	ts := startServer(t, Config{})
-	req := modern(t, 9, mcpwire.MethodToolsCall, map[string]any{"name": mcpwire.ToolChatty, "arguments": map[string]any{"events": 4, "interval_ms": 1}})
+	req := modern(t, 9, mcp.MethodToolsCall, map[string]any{"name": mcp.ToolChatty, "arguments": map[string]any{"events": 4, "interval_ms": 1}})
 	s := ts.open(t, req.method, req.h, req.body)
 	evs := s.rest(t)
 	require.Len(t, evs, 5)
@@ -165,7 +165,7 @@ func TestModernCallStreamsProgressThenResult(t *testing.T) {
 		assert.Empty(t, ev.ID, "nothing is resumable at 2026-07-28: no event ids")
 		m := decode(t, ev.Data)
 		if i < 4 {
-			assert.Equal(t, mcpwire.MethodProgress, m.Method)
+			assert.Equal(t, mcp.MethodProgress, m.Method)
 			continue
 		}
 		_, sc := toolResult(t, m)
@@ -181,10 +181,10 @@ func TestModernCallStreamsProgressThenResult(t *testing.T) {
 
 func TestModernCallAnsweredAsJSON(t *testing.T) {
 	ts := startServer(t, Config{})
-	req := modernCharge(t, 3, map[string]any{"order_id": "j", "amount_cents": 2, "duration_ms": 5}).with("Accept", mcpwire.ContentTypeJSON)
+	req := modernCharge(t, 3, map[string]any{"order_id": "j", "amount_cents": 2, "duration_ms": 5}).with("Accept", mcp.ContentTypeJSON)
 	resp := ts.do(t, context.Background(), req.method, "", req.h, req.body)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Equal(t, mcpwire.ContentTypeJSON, resp.Header.Get("Content-Type"))
+	assert.Equal(t, mcp.ContentTypeJSON, resp.Header.Get("Content-Type"))
 	_, sc := toolResult(t, resultOf(t, resp))
 	assert.Equal(t, true, sc["charged"])
 	charges := ts.records(sideeffects.KindCharge, nil)
@@ -209,7 +209,7 @@ func TestModernCloseIsCancellation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {
 			req := modernCharge(t, 4, map[string]any{"order_id": "c", "amount_cents": 3, "duration_ms": 300})
-			for _, accept := range []string{"application/json, text/event-stream", mcpwire.ContentTypeJSON} {
+			for _, accept := range []string{"application/json, text/event-stream", mcp.ContentTypeJSON} {
 				srv := startServer(t, Config{OnCancel: tc.mode})
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan struct{})
@@ -266,10 +266,10 @@ func TestModernKeepalive(t *testing.T) {
 // endpoint, a legacy session unaffected by stateless requests.
 func TestModernAndLegacySideBySide(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	sid, v := ts.initialize(t, mcp.Version20251125)
 	m := modernCharge(t, 2, map[string]any{"order_id": "m", "amount_cents": 1, "duration_ms": 1})
 	toolResult(t, resultOf(t, ts.do(t, context.Background(), m.method, "", m.h, m.body)))
-	res := resultOf(t, ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "l", "amount_cents": 1, "duration_ms": 1}).resp)
+	res := resultOf(t, ts.call(t, sid, v, 2, mcp.ToolCharge, map[string]any{"order_id": "l", "amount_cents": 1, "duration_ms": 1}).resp)
 	_, sc := toolResult(t, res)
 	assert.Equal(t, "l", sc["order_id"])
 	byOrder := map[string]string{}

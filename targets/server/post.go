@@ -5,17 +5,17 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // serverInfo names the server in initialize results.
-var serverInfo = mcpwire.Implementation{Name: "chaosrun-reference", Version: "1"}
+var serverInfo = mcp.Implementation{Name: "chaosrun-reference", Version: "1"}
 
 // initialize creates a session for an initialize request and answers it on
 // a stream of the new session.
-func (s *Server) initialize(w http.ResponseWriter, r *http.Request, kind store.StreamKind, m *mcpwire.Message, batch bool, n int) {
+func (s *Server) initialize(w http.ResponseWriter, r *http.Request, kind store.StreamKind, m *mcp.Message, batch bool, n int) {
 	if _, ok := headerVersion(r.Header); !ok {
 		writeError(w, http.StatusBadRequest, errBadProtocolVersion, "MCP-Protocol-Version must be one of "+versionList())
 		return
@@ -24,18 +24,18 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, kind store.S
 		writeError(w, http.StatusBadRequest, errInitializeBatch, "initialize must be sent alone")
 		return
 	}
-	if len(r.Header.Values(mcpwire.HeaderSessionID)) > 0 {
+	if len(r.Header.Values(mcp.HeaderSessionID)) > 0 {
 		writeError(w, http.StatusBadRequest, errInitializeSession, "initialize must not carry Mcp-Session-Id")
 		return
 	}
-	var p mcpwire.InitializeParams
+	var p mcp.InitializeParams
 	if err := json.Unmarshal(m.Params, &p); err != nil || len(m.Params) == 0 {
-		writeRPCError(w, http.StatusBadRequest, m.ID, mcpwire.CodeInvalidParams, "initialize needs params with protocolVersion and clientInfo")
+		writeRPCError(w, http.StatusBadRequest, m.ID, mcp.CodeInvalidParams, "initialize needs params with protocolVersion and clientInfo")
 		return
 	}
 	version := p.ProtocolVersion
-	if !mcpwire.SupportedVersion(version) {
-		version = mcpwire.LatestVersion
+	if !mcp.SupportedVersion(version) {
+		version = mcp.LatestVersion
 	}
 	sess, err := s.openSession(version, p.ClientInfo.Name)
 	if err != nil {
@@ -43,8 +43,8 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, kind store.S
 		return
 	}
 	defer s.leave(sess)
-	w.Header().Set(mcpwire.HeaderSessionID, sess.id)
-	s.dispatch(w, r, sess, kind, []mcpwire.Message{*m}, false)
+	w.Header().Set(mcp.HeaderSessionID, sess.id)
+	s.dispatch(w, r, sess, kind, []mcp.Message{*m}, false)
 }
 
 // call is one request of a POST, from its arrival to its response.
@@ -64,7 +64,7 @@ type call struct {
 	// params the request's params (read by the tasks/* methods), and fetch
 	// the task's call whose result a tasks/result response carries: it is
 	// recorded in the ledger as that call's result, on stream task:<id>.
-	task   *mcpwire.TaskParams
+	task   *mcp.TaskParams
 	params json.RawMessage
 	fetch  *tools.Call
 }
@@ -72,9 +72,9 @@ type call struct {
 // dispatch handles the messages of a POST on an existing session: it
 // answers notifications and responses with 202, and opens a stream for
 // requests, answered as SSE or JSON.
-func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, sess *session, kind store.StreamKind, msgs []mcpwire.Message, batch bool) {
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, sess *session, kind store.StreamKind, msgs []mcp.Message, batch bool) {
 	var calls []*call
-	var notes []mcpwire.Message
+	var notes []mcp.Message
 	for _, m := range msgs {
 		switch {
 		case m.IsRequest():
@@ -97,7 +97,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, sess *session,
 		reqs[i] = store.Request{ID: c.id, Method: c.method, Tool: c.tool, OrderID: c.orderID}
 	}
 	if dup, ok := sess.claim(keys); !ok {
-		writeRPCError(w, http.StatusBadRequest, calls[dup].id, mcpwire.CodeInvalidRequest, "request id "+calls[dup].key+" is already in flight on this session")
+		writeRPCError(w, http.StatusBadRequest, calls[dup].id, mcp.CodeInvalidRequest, "request id "+calls[dup].key+" is already in flight on this session")
 		return
 	}
 	st, err := sess.log.OpenStream(kind, reqs)
@@ -134,15 +134,15 @@ func (s *Server) storeFailure(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusInternalServerError, errInternal, err.Error())
 }
 
-func newCall(sess *session, kind store.StreamKind, m mcpwire.Message) *call {
+func newCall(sess *session, kind store.StreamKind, m mcp.Message) *call {
 	c := &call{sess: sess, kind: kind, id: m.ID, key: m.IDString(), method: m.Method, params: m.Params}
-	if m.Method != mcpwire.MethodToolsCall {
+	if m.Method != mcp.MethodToolsCall {
 		return c
 	}
 	var p struct {
-		Name      string              `json:"name"`
-		Arguments json.RawMessage     `json:"arguments"`
-		Task      *mcpwire.TaskParams `json:"task"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Task      *mcp.TaskParams `json:"task"`
 		Meta      struct {
 			ProgressToken json.RawMessage `json:"progressToken"`
 		} `json:"_meta"`
@@ -164,7 +164,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, sess *session,
 		return
 	}
 	defer sess.detach(st, a)
-	if sess.version == mcpwire.Version20251125 {
+	if sess.version == mcp.Version20251125 {
 		if _, err := sess.log.Append(st, nil, "", nil); err != nil {
 			s.storeFailure(w, err)
 			return
@@ -207,8 +207,8 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, sess *session
 }
 
 // notify handles a client notification. Only cancellation has an effect.
-func (s *Server) notify(sess *session, n mcpwire.Message) {
-	if n.Method != mcpwire.MethodCancelled {
+func (s *Server) notify(sess *session, n mcp.Message) {
+	if n.Method != mcp.MethodCancelled {
 		return
 	}
 	var p struct {
@@ -217,7 +217,7 @@ func (s *Server) notify(sess *session, n mcpwire.Message) {
 	if json.Unmarshal(n.Params, &p) != nil || len(p.RequestID) == 0 {
 		return
 	}
-	key := mcpwire.IDString(p.RequestID)
+	key := mcp.IDString(p.RequestID)
 	if sess.cancel(key) {
 		s.log.Info("call cancelled by the client", "session", sess.id, "request", key)
 	}

@@ -1,8 +1,8 @@
 package server
 
 import (
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // reasonInterrupted marks a call a restart cut short: its outcome is
@@ -36,7 +36,7 @@ func (s *Server) recoverRestart() {
 		}
 		s.log.Info("resolving a call interrupted by the restart", "session", sess.id, "request", c.key, "tool", c.tool)
 		if !c.ran {
-			s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeInternalError, reasonInterrupted), false)
+			s.respond(c, mcp.NewError(c.id, mcp.CodeInternalError, reasonInterrupted), false)
 			continue
 		}
 		out := tools.Failure(reasonInterrupted, nil)

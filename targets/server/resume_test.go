@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // received sorts a stream's events into progress sequence numbers and
@@ -29,10 +29,10 @@ import (
 type received struct {
 	ids       []int64
 	seqs      []int64
-	responses []mcpwire.Message
+	responses []mcp.Message
 }
 
-func sortEvents(t *testing.T, evs []mcpwire.Event) received {
+func sortEvents(t *testing.T, evs []mcp.Event) received {
 	t.Helper()
 	var r received
 	for _, ev := range evs {
@@ -44,8 +44,8 @@ func sortEvents(t *testing.T, evs []mcpwire.Event) received {
 		switch {
 		case m.IsResponse():
 			r.responses = append(r.responses, m)
-		case m.Method == mcpwire.MethodProgress:
-			var p mcpwire.ProgressParams
+		case m.Method == mcp.MethodProgress:
+			var p mcp.ProgressParams
 			require.NoError(t, json.Unmarshal(m.Params, &p))
 			r.seqs = append(r.seqs, int64(p.Progress))
 		}
@@ -55,7 +55,7 @@ func sortEvents(t *testing.T, evs []mcpwire.Event) received {
 
 // primed checks that a resumed stream starts with a priming event repeating
 // its cursor, and returns the events after it.
-func primed(t *testing.T, evs []mcpwire.Event, cursor int64) []mcpwire.Event {
+func primed(t *testing.T, evs []mcp.Event, cursor int64) []mcp.Event {
 	t.Helper()
 	require.NotEmpty(t, evs, "a resumed stream starts with a priming event")
 	assert.Equal(t, strconv.FormatInt(cursor, 10), evs[0].ID, "the priming event repeats the cursor")
@@ -74,8 +74,8 @@ func TestResumeAfterCutMidCharge(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := startServer(t, Config{})
-			sid, v := ts.initialize(t, mcpwire.Version20251125)
-			s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o-1", "amount_cents": 4999, "duration_ms": 300})
+			sid, v := ts.initialize(t, mcp.Version20251125)
+			s := ts.call(t, sid, v, 2, mcp.ToolCharge, map[string]any{"order_id": "o-1", "amount_cents": 4999, "duration_ms": 300})
 			prime := s.next(t)
 			require.Empty(t, prime.Data, "the priming event gives the client a cursor")
 			s.cut()
@@ -107,15 +107,15 @@ func TestResumeAfterCutMidCharge(t *testing.T) {
 
 func TestResumeChattyEveryVersion(t *testing.T) {
 	ts := startServer(t, Config{})
-	for _, version := range mcpwire.Versions {
+	for _, version := range mcp.Versions {
 		t.Run(version, func(t *testing.T) {
 			sid, v := ts.initialize(t, version)
-			s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 8, "interval_ms": 5})
+			s := ts.call(t, sid, v, 2, mcp.ToolChatty, map[string]any{"events": 8, "interval_ms": 5})
 			ev := s.next(t)
 			if len(ev.Data) == 0 {
 				ev = s.next(t) // skip the priming event
 			}
-			first := sortEvents(t, []mcpwire.Event{ev})
+			first := sortEvents(t, []mcp.Event{ev})
 			require.Equal(t, []int64{1}, first.seqs)
 			s.cut()
 
@@ -130,9 +130,9 @@ func TestResumeChattyEveryVersion(t *testing.T) {
 
 func TestResumeReplaysOnlyItsStream(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
-	a := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 10, "interval_ms": 2})
-	b := ts.call(t, sid, v, 3, mcpwire.ToolChatty, map[string]any{"events": 10, "interval_ms": 2})
+	sid, v := ts.initialize(t, mcp.Version20251125)
+	a := ts.call(t, sid, v, 2, mcp.ToolChatty, map[string]any{"events": 10, "interval_ms": 2})
+	b := ts.call(t, sid, v, 3, mcp.ToolChatty, map[string]any{"events": 10, "interval_ms": 2})
 	prime := a.next(t)
 	a.cut()
 	bGot := sortEvents(t, b.rest(t))
@@ -186,8 +186,8 @@ func TestEvictedResumeGone(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			gaps := &gapLog{}
 			ts := startServer(t, Config{RetentionEvents: 5, OnUnresumable: OnUnresumableGone, Logger: slog.New(gaps)})
-			sid, v := ts.initialize(t, mcpwire.Version20251125)
-			s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, tc.args)
+			sid, v := ts.initialize(t, mcp.Version20251125)
+			s := ts.call(t, sid, v, 2, mcp.ToolChatty, tc.args)
 			last := firstEvent(t, ts)
 			s.cut()
 			if tc.complete {
@@ -198,7 +198,7 @@ func TestEvictedResumeGone(t *testing.T) {
 
 			resp := ts.resume(t, sid, v, last)
 			require.Equal(t, http.StatusGone, resp.StatusCode)
-			assert.Equal(t, mcpwire.ContentTypeJSON, resp.Header.Get("Content-Type"))
+			assert.Equal(t, mcp.ContentTypeJSON, resp.Header.Get("Content-Type"))
 			body, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
 			var gone resumeGone
@@ -247,10 +247,10 @@ func TestEvictedResumeGone(t *testing.T) {
 func TestEvictedResumeSilentHead(t *testing.T) {
 	gaps := &gapLog{}
 	ts := startServer(t, Config{RetentionEvents: 5, OnUnresumable: OnUnresumableSilentHead, Logger: slog.New(gaps)})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	sid, v := ts.initialize(t, mcp.Version20251125)
 	// 1.5 s of events, so the stream is still live when the resume comes
 	// however loaded the machine (at 60 × 3 ms it had once ended).
-	s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 300, "interval_ms": 5})
+	s := ts.call(t, sid, v, 2, mcp.ToolChatty, map[string]any{"events": 300, "interval_ms": 5})
 	first := firstEvent(t, ts)
 	s.cut()
 	emittedPast(t, ts, first+12)
@@ -366,8 +366,8 @@ func (g *gapLog) ended(last int64) bool {
 // 409 (which the resumable client reads as events lost).
 func TestResumeTakesOverAttachedStream(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 50, "interval_ms": 5})
+	sid, v := ts.initialize(t, mcp.Version20251125)
+	s := ts.call(t, sid, v, 2, mcp.ToolChatty, map[string]any{"events": 50, "interval_ms": 5})
 	prime := s.next(t)
 
 	resp := ts.resume(t, sid, v, eventID(t, prime))
@@ -390,8 +390,8 @@ func TestResumeTakesOverAttachedStream(t *testing.T) {
 
 func TestCancelNotificationCancels(t *testing.T) {
 	ts := startServer(t, Config{})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 5000})
+	sid, v := ts.initialize(t, mcp.Version20251125)
+	s := ts.call(t, sid, v, 2, mcp.ToolCharge, map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 5000})
 	s.next(t)
 	resp := ts.do(t, context.Background(), http.MethodPost, "", headers(sid, v),
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"changed my mind"}}`)
@@ -408,9 +408,9 @@ func TestLiveConnectionBehindRetention(t *testing.T) {
 	for _, policy := range []string{OnUnresumableGone, OnUnresumableSilentHead} {
 		t.Run(policy, func(t *testing.T) {
 			ts := startServer(t, Config{RetentionEvents: 3, OnUnresumable: policy, Keepalive: time.Millisecond})
-			sid, _ := ts.initialize(t, mcpwire.Version20250618)
+			sid, _ := ts.initialize(t, mcp.Version20250618)
 			sess, _ := ts.lookup(sid)
-			st, err := sess.log.OpenStream(store.KindSSE, []store.Request{{ID: json.RawMessage(`9`), Method: mcpwire.MethodToolsCall}})
+			st, err := sess.log.OpenStream(store.KindSSE, []store.Request{{ID: json.RawMessage(`9`), Method: mcp.MethodToolsCall}})
 			require.NoError(t, err)
 			for range 6 {
 				_, err := sess.log.Append(st, json.RawMessage(`{"jsonrpc":"2.0","method":"x"}`), "", nil)
@@ -504,8 +504,8 @@ func (w *syncWriter) String() string {
 
 func TestEvictedByAge(t *testing.T) {
 	ts := startServer(t, Config{RetentionAge: 30 * time.Millisecond})
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
-	s := ts.call(t, sid, v, 2, mcpwire.ToolChatty, map[string]any{"events": 3})
+	sid, v := ts.initialize(t, mcp.Version20251125)
+	s := ts.call(t, sid, v, 2, mcp.ToolChatty, map[string]any{"events": 3})
 	prime := s.next(t)
 	s.cut()
 	written := ts.waitRecord(t, sideeffects.KindResultWritten, forRequest("2"))

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // readBatch bounds the events written between two looks at the stream.
@@ -76,7 +76,7 @@ func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st 
 		select {
 		case <-b.Changed:
 		case <-keepalive:
-			if mcpwire.WriteComment(w, "keepalive") != nil || rc.Flush() != nil {
+			if mcp.WriteComment(w, "keepalive") != nil || rc.Flush() != nil {
 				return
 			}
 		case <-r.Context().Done():
@@ -108,7 +108,7 @@ func (s *Server) pump(w http.ResponseWriter, r *http.Request, sess *session, st 
 // retryFor is the retry field of sess's streams: Config.Retry on
 // 2025-11-25, none before (older clients were not told to expect one).
 func (s *Server) retryFor(sess *session) time.Duration {
-	if sess.version == mcpwire.Version20251125 {
+	if sess.version == mcp.Version20251125 {
 		return s.cfg.Retry
 	}
 	return 0
@@ -130,7 +130,7 @@ func retryHint(w http.ResponseWriter, rc *http.ResponseController, retry time.Du
 // event; an expired or deleted session just ends the stream.
 func sessionEnded(w http.ResponseWriter, rc *http.ResponseController, sess *session) {
 	if sess.endReason() == reasonTerminated {
-		_ = mcpwire.WriteEvent(w, mcpwire.Event{Type: mcpwire.EventClose, Data: closeData})
+		_ = mcp.WriteEvent(w, mcp.Event{Type: mcp.EventClose, Data: closeData})
 		_ = rc.Flush()
 	}
 }
@@ -154,11 +154,11 @@ func (s *Server) skipGap(sess *session, st store.StreamID, cursor, head int64) b
 // retry field when one is configured.
 func writeEvents(w http.ResponseWriter, events []store.Event, retry time.Duration) error {
 	for _, ev := range events {
-		e := mcpwire.Event{ID: strconv.FormatInt(ev.ID, 10), Data: ev.Data}
+		e := mcp.Event{ID: strconv.FormatInt(ev.ID, 10), Data: ev.Data}
 		if len(ev.Data) == 0 {
 			e.Retry = retry
 		}
-		if err := mcpwire.WriteEvent(w, e); err != nil {
+		if err := mcp.WriteEvent(w, e); err != nil {
 			return err
 		}
 	}
@@ -191,7 +191,7 @@ func (s *Server) serveGET(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer sess.detach(st, a)
-	v20251125 := sess.version == mcpwire.Version20251125
+	v20251125 := sess.version == mcp.Version20251125
 	switch {
 	case cursor < 0: // a fresh standalone stream: no replay, a priming event on 2025-11-25
 		cursor = sess.log.Head(store.Standalone)
@@ -218,7 +218,7 @@ func (s *Server) serveGET(w http.ResponseWriter, r *http.Request) {
 // to. An id that cannot be honoured gets 410 under "gone" and continues at
 // the stream's head under "silent_head". It answers errors itself.
 func (s *Server) resumePoint(w http.ResponseWriter, r *http.Request, sess *session) (store.StreamID, int64, bool) {
-	vals := r.Header.Values(mcpwire.HeaderLastEventID)
+	vals := r.Header.Values(mcp.HeaderLastEventID)
 	if len(vals) == 0 {
 		return store.Standalone, -1, true
 	}

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Tasks modes (Config.Tasks).
@@ -38,7 +38,7 @@ type taskWire struct {
 	TTLMs          *int64          `json:"ttlMs"`
 	PollIntervalMs int64           `json:"pollIntervalMs"`
 	Result         json.RawMessage `json:"result,omitempty"`
-	Error          *mcpwire.Error  `json:"error,omitempty"`
+	Error          *mcp.Error      `json:"error,omitempty"`
 }
 
 func (s *Server) taskWire(t task, resultType string) taskWire {
@@ -59,14 +59,14 @@ func (s *Server) taskWire(t task, resultType string) taskWire {
 
 // wantsTasks reports whether a 2026-07-28 request declares the tasks
 // extension in its per-request capabilities.
-func wantsTasks(f mcpwire.RequestFields) bool {
+func wantsTasks(f mcp.RequestFields) bool {
 	var caps struct {
 		Extensions map[string]json.RawMessage `json:"extensions"`
 	}
 	if json.Unmarshal(f.Meta.ClientCapabilities, &caps) != nil {
 		return false
 	}
-	_, ok := caps.Extensions[mcpwire.ExtensionTasks]
+	_, ok := caps.Extensions[mcp.ExtensionTasks]
 	return ok
 }
 
@@ -74,15 +74,15 @@ func wantsTasks(f mcpwire.RequestFields) bool {
 // stored, and runs the tool on the server's life: no connection holds it,
 // so no closing stream cancels it; only tasks/cancel does, and the tool
 // then does what Config.OnCancel says.
-func (s *Server) createTask(w http.ResponseWriter, m mcpwire.Message, lc tools.Call, args json.RawMessage) {
+func (s *Server) createTask(w http.ResponseWriter, m mcp.Message, lc tools.Call, args json.RawMessage) {
 	t, cancelled, err := s.tasks.create(task{Client: lc.Client, RequestID: lc.RequestID, Tool: lc.Tool, OrderID: lc.OrderID, TTL: s.cfg.TaskTTL})
 	if err != nil {
-		writeRPCError(w, http.StatusOK, m.ID, mcpwire.CodeInternalError, err.Error())
+		writeRPCError(w, http.StatusOK, m.ID, mcp.CodeInternalError, err.Error())
 		return
 	}
 	lc.Task = t.ID
 	s.runTask(*t, lc, args, cancelled)
-	writeModernResult(w, m.ID, s.taskWire(*t, mcpwire.ResultTask))
+	writeModernResult(w, m.ID, s.taskWire(*t, mcp.ResultTask))
 }
 
 // runTask runs a task's tool on the server's life, for both task shapes:
@@ -122,7 +122,7 @@ func (s *Server) settleTask(t task, lc tools.Call, out tools.Outcome) {
 	}
 	switch {
 	case err != nil:
-		err = s.tasks.finish(id, taskFailed, nil, &mcpwire.Error{Code: mcpwire.CodeInternalError, Message: err.Error()})
+		err = s.tasks.finish(id, taskFailed, nil, &mcp.Error{Code: mcp.CodeInternalError, Message: err.Error()})
 	case t.Legacy && res.IsError:
 		err = s.tasks.finish(id, taskFailed, raw, nil)
 	default:
@@ -150,35 +150,35 @@ func (s *Server) taskFinished(t task, lc tools.Call, out tools.Outcome, err erro
 // task is acknowledged and its inputResponses ignored, as the extension
 // asks of responses to keys not outstanding; of an unknown task it is
 // -32602.
-func (s *Server) serveTaskMethod(w http.ResponseWriter, m mcpwire.Message, f mcpwire.RequestFields) {
+func (s *Server) serveTaskMethod(w http.ResponseWriter, m mcp.Message, f mcp.RequestFields) {
 	if s.cfg.Tasks != TasksExtension {
-		writeRPCError(w, http.StatusNotFound, m.ID, mcpwire.CodeMethodNotFound, "method not found: "+m.Method+" (tasks are off)")
+		writeRPCError(w, http.StatusNotFound, m.ID, mcp.CodeMethodNotFound, "method not found: "+m.Method+" (tasks are off)")
 		return
 	}
 	if !wantsTasks(f) {
-		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{mcpwire.ExtensionTasks: map[string]any{}}}})
-		writeJSON(w, http.StatusOK, mcpwire.Message{JSONRPC: "2.0", ID: m.ID, Error: &mcpwire.Error{
-			Code: mcpwire.CodeMissingClientCapability, Message: "Missing required client capability", Data: data}})
+		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{mcp.ExtensionTasks: map[string]any{}}}})
+		writeJSON(w, http.StatusOK, mcp.Message{JSONRPC: "2.0", ID: m.ID, Error: &mcp.Error{
+			Code: mcp.CodeMissingClientCapability, Message: "Missing required client capability", Data: data}})
 		return
 	}
-	if m.Method == mcpwire.MethodTasksUpdate {
+	if m.Method == mcp.MethodTasksUpdate {
 		if _, err := s.tasks.get(f.TaskID); err != nil {
 			writeRPCError(w, http.StatusOK, m.ID, taskErrorCode(err), "Failed to update task: "+err.Error())
 			return
 		}
 		writeModernResult(w, m.ID, struct {
 			ResultType string `json:"resultType"`
-		}{mcpwire.ResultComplete})
+		}{mcp.ResultComplete})
 		return
 	}
-	if m.Method == mcpwire.MethodTasksCancel {
+	if m.Method == mcp.MethodTasksCancel {
 		if _, err := s.tasks.cancel(f.TaskID, false); err != nil {
 			writeRPCError(w, http.StatusOK, m.ID, taskErrorCode(err), "Failed to cancel task: "+err.Error())
 			return
 		}
 		writeModernResult(w, m.ID, struct {
 			ResultType string `json:"resultType"`
-		}{mcpwire.ResultComplete})
+		}{mcp.ResultComplete})
 		return
 	}
 	t, err := s.tasks.get(f.TaskID)
@@ -188,11 +188,11 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, m mcpwire.Message, f mcp
 	}
 	if t.Status == taskCompleted {
 		lc := tools.Call{Tool: t.Tool, OrderID: t.OrderID, Client: t.Client, RequestID: t.RequestID, Task: t.ID}
-		var res mcpwire.CallResult
+		var res mcp.CallResult
 		_ = json.Unmarshal(t.Result, &res)
 		s.record(lc.ResultWritten("task:"+t.ID, 0, res.IsError))
 	}
-	writeModernResult(w, m.ID, s.taskWire(t, mcpwire.ResultComplete))
+	writeModernResult(w, m.ID, s.taskWire(t, mcp.ResultComplete))
 }
 
 // taskErrorCode is the JSON-RPC code of a task store's error: invalid
@@ -202,7 +202,7 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, m mcpwire.Message, f mcp
 func taskErrorCode(err error) int {
 	if errors.Is(err, errTaskNotFound) || errors.Is(err, errTaskExpired) || errors.Is(err, errTaskElsewhere) ||
 		errors.Is(err, errTaskTerminal) || errors.Is(err, errBadCursor) {
-		return mcpwire.CodeInvalidParams
+		return mcp.CodeInvalidParams
 	}
-	return mcpwire.CodeInternalError
+	return mcp.CodeInternalError
 }

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // The experimental tasks of 2025-11-25 (Config.Tasks "legacy"), on
@@ -25,7 +25,7 @@ const taskListPage = 50
 // legacyTasks reports whether sess speaks the 2025-11-25 tasks: the server
 // runs them and the session negotiated 2025-11-25, where they exist.
 func (s *Server) legacyTasks(sess *session) bool {
-	return s.cfg.Tasks == TasksLegacy && s.tasks != nil && sess.version == mcpwire.Version20251125
+	return s.cfg.Tasks == TasksLegacy && s.tasks != nil && sess.version == mcp.Version20251125
 }
 
 // taskToolList is the tools/list result on a session with tasks: every
@@ -42,7 +42,7 @@ var taskToolList = func() json.RawMessage {
 		Tools []tool `json:"tools"`
 	}
 	for _, d := range tools.Definitions() {
-		l.Tools = append(l.Tools, tool{Definition: d, Execution: execution{TaskSupport: mcpwire.TaskSupportOptional}})
+		l.Tools = append(l.Tools, tool{Definition: d, Execution: execution{TaskSupport: mcp.TaskSupportOptional}})
 	}
 	b, err := json.Marshal(l)
 	if err != nil {
@@ -52,8 +52,8 @@ var taskToolList = func() json.RawMessage {
 }()
 
 // legacyTaskWire is t as a 2025-11-25 Task.
-func (s *Server) legacyTaskWire(t task) mcpwire.Task {
-	w := mcpwire.Task{
+func (s *Server) legacyTaskWire(t task) mcp.Task {
+	w := mcp.Task{
 		TaskID: t.ID, Status: t.Status,
 		CreatedAt: t.Created.UTC().Format(time.RFC3339Nano), LastUpdatedAt: t.Updated.UTC().Format(time.RFC3339Nano),
 		PollInterval: s.cfg.TaskPollInterval.Milliseconds(),
@@ -75,7 +75,7 @@ func (s *Server) legacyTaskWire(t task) mcpwire.Task {
 
 // taskTTL is the lifetime of a new task: what the client asked for, up to
 // Config.TaskTTL (the specification lets a receiver override it).
-func (s *Server) taskTTL(p *mcpwire.TaskParams) time.Duration {
+func (s *Server) taskTTL(p *mcp.TaskParams) time.Duration {
 	ttl := s.cfg.TaskTTL
 	if p != nil && p.TTL != nil && *p.TTL > 0 {
 		ttl = min(ttl, time.Duration(*p.TTL)*time.Millisecond)
@@ -92,12 +92,12 @@ func (s *Server) createLegacyTask(c *call) {
 	t, cancelled, err := s.tasks.create(task{Client: lc.Client, RequestID: lc.RequestID, Tool: lc.Tool, OrderID: lc.OrderID,
 		TTL: s.taskTTL(c.task), Legacy: true, Session: c.sess.id})
 	if err != nil {
-		s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeInternalError, err.Error()), false)
+		s.respond(c, mcp.NewError(c.id, mcp.CodeInternalError, err.Error()), false)
 		return
 	}
 	lc.Task = t.ID
 	s.runTask(*t, lc, c.args, cancelled)
-	s.answer(c, mcpwire.CreateTaskResult{Task: s.legacyTaskWire(*t)})
+	s.answer(c, mcp.CreateTaskResult{Task: s.legacyTaskWire(*t)})
 }
 
 // taskRequest is the params of tasks/get, tasks/result, tasks/cancel and
@@ -113,22 +113,22 @@ type taskRequest struct {
 func (s *Server) serveLegacyTaskMethod(c *call) {
 	var p taskRequest
 	if len(c.params) > 0 && json.Unmarshal(c.params, &p) != nil {
-		s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeInvalidParams, "malformed "+c.method+" params"), false)
+		s.respond(c, mcp.NewError(c.id, mcp.CodeInvalidParams, "malformed "+c.method+" params"), false)
 		return
 	}
-	if p.TaskID == "" && c.method != mcpwire.MethodTasksList {
-		s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeInvalidParams, c.method+" needs params.taskId"), false)
+	if p.TaskID == "" && c.method != mcp.MethodTasksList {
+		s.respond(c, mcp.NewError(c.id, mcp.CodeInvalidParams, c.method+" needs params.taskId"), false)
 		return
 	}
 	switch c.method {
-	case mcpwire.MethodTasksGet:
+	case mcp.MethodTasksGet:
 		t, err := s.tasks.get(p.TaskID)
 		if err != nil {
 			s.taskError(c, "Failed to retrieve task: ", err)
 			return
 		}
 		s.answer(c, s.legacyTaskWire(t))
-	case mcpwire.MethodTasksCancel:
+	case mcp.MethodTasksCancel:
 		t, err := s.tasks.cancel(p.TaskID, true)
 		if err != nil {
 			s.taskError(c, "Cannot cancel task: ", err)
@@ -136,15 +136,15 @@ func (s *Server) serveLegacyTaskMethod(c *call) {
 		}
 		s.notifyTaskStatus(t.ID)
 		s.answer(c, s.legacyTaskWire(t))
-	case mcpwire.MethodTasksList:
+	case mcp.MethodTasksList:
 		s.listTasks(c, p.Cursor)
-	case mcpwire.MethodTasksResult:
+	case mcp.MethodTasksResult:
 		s.awaitTaskResult(c, p.TaskID)
 	}
 }
 
 func (s *Server) taskError(c *call, prefix string, err error) {
-	s.respond(c, mcpwire.NewError(c.id, taskErrorCode(err), prefix+err.Error()), false)
+	s.respond(c, mcp.NewError(c.id, taskErrorCode(err), prefix+err.Error()), false)
 }
 
 // listTasks answers tasks/list: the 2025-11-25 tasks, oldest first, a page
@@ -165,7 +165,7 @@ func (s *Server) listTasks(c *call, cursor string) {
 		s.taskError(c, "Failed to list tasks: ", err)
 		return
 	}
-	res := mcpwire.ListTasksResult{Tasks: make([]mcpwire.Task, 0, len(page))}
+	res := mcp.ListTasksResult{Tasks: make([]mcp.Task, 0, len(page))}
 	for _, t := range page {
 		res.Tasks = append(res.Tasks, s.legacyTaskWire(t))
 	}
@@ -193,26 +193,26 @@ func (s *Server) awaitTaskResult(c *call, id string) {
 			s.taskError(c, "Failed to retrieve task: ", err)
 			return
 		case err != nil:
-			s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeInternalError, "tasks/result: "+err.Error()), false)
+			s.respond(c, mcp.NewError(c.id, mcp.CodeInternalError, "tasks/result: "+err.Error()), false)
 			return
 		case t.Status == taskCancelled:
-			s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeInternalError, "the task was cancelled"), false)
+			s.respond(c, mcp.NewError(c.id, mcp.CodeInternalError, "the task was cancelled"), false)
 			return
 		case t.Error != nil:
-			s.respond(c, mcpwire.Message{JSONRPC: "2.0", ID: c.id, Error: t.Error}, false)
+			s.respond(c, mcp.Message{JSONRPC: "2.0", ID: c.id, Error: t.Error}, false)
 			return
 		}
 		var res map[string]any
 		if err := json.Unmarshal(t.Result, &res); err != nil {
-			s.respond(c, mcpwire.NewError(c.id, mcpwire.CodeInternalError, "tasks/result: stored result: "+err.Error()), false)
+			s.respond(c, mcp.NewError(c.id, mcp.CodeInternalError, "tasks/result: stored result: "+err.Error()), false)
 			return
 		}
-		res["_meta"] = map[string]any{mcpwire.MetaRelatedTask: mcpwire.RelatedTask{TaskID: t.ID}}
+		res["_meta"] = map[string]any{mcp.MetaRelatedTask: mcp.RelatedTask{TaskID: t.ID}}
 		isError, _ := res["isError"].(bool)
 		c.fetch = &tools.Call{Tool: t.Tool, OrderID: t.OrderID, Session: t.Session, Client: t.Client, RequestID: t.RequestID, Task: t.ID}
-		msg, err := mcpwire.NewResult(c.id, res)
+		msg, err := mcp.NewResult(c.id, res)
 		if err != nil {
-			msg = mcpwire.NewError(c.id, mcpwire.CodeInternalError, err.Error())
+			msg = mcp.NewError(c.id, mcp.CodeInternalError, err.Error())
 		}
 		s.respond(c, msg, isError)
 	}()
@@ -233,7 +233,7 @@ func (s *Server) notifyTaskStatus(id string) {
 	if sess == nil {
 		return
 	}
-	note, err := mcpwire.NewNotification(mcpwire.MethodTaskStatus, s.legacyTaskWire(t))
+	note, err := mcp.NewNotification(mcp.MethodTaskStatus, s.legacyTaskWire(t))
 	if err != nil {
 		return
 	}

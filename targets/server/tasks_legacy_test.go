@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // legacySession is a 2025-11-25 session on a server with legacy tasks.
@@ -28,12 +28,12 @@ func startLegacy(t *testing.T, cfg Config) legacySession {
 	t.Helper()
 	cfg.Tasks = TasksLegacy
 	ts := startServer(t, cfg)
-	sid, v := ts.initialize(t, mcpwire.Version20251125)
+	sid, v := ts.initialize(t, mcp.Version20251125)
 	return legacySession{ts: ts, sid: sid, version: v}
 }
 
 // rpc sends one request on the session and returns its response.
-func (ls legacySession) rpc(t *testing.T, id int, method string, params any) mcpwire.Message {
+func (ls legacySession) rpc(t *testing.T, id int, method string, params any) mcp.Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -42,35 +42,35 @@ func (ls legacySession) rpc(t *testing.T, id int, method string, params any) mcp
 	return resultOf(t, resp)
 }
 
-func (ls legacySession) taskCall(t *testing.T, id int, args map[string]any, ttl *int64) mcpwire.Task {
+func (ls legacySession) taskCall(t *testing.T, id int, args map[string]any, ttl *int64) mcp.Task {
 	t.Helper()
-	m := ls.rpc(t, id, mcpwire.MethodToolsCall, map[string]any{"name": mcpwire.ToolCharge, "arguments": args, "task": mcpwire.TaskParams{TTL: ttl}})
+	m := ls.rpc(t, id, mcp.MethodToolsCall, map[string]any{"name": mcp.ToolCharge, "arguments": args, "task": mcp.TaskParams{TTL: ttl}})
 	require.Nil(t, m.Error, "%+v", m.Error)
-	var cr mcpwire.CreateTaskResult
+	var cr mcp.CreateTaskResult
 	require.NoError(t, json.Unmarshal(m.Result, &cr))
 	require.NotEmpty(t, cr.Task.TaskID)
 	return cr.Task
 }
 
-func (ls legacySession) get(t *testing.T, id int, taskID string) mcpwire.Message {
+func (ls legacySession) get(t *testing.T, id int, taskID string) mcp.Message {
 	t.Helper()
-	return ls.rpc(t, id, mcpwire.MethodTasksGet, map[string]any{"taskId": taskID})
+	return ls.rpc(t, id, mcp.MethodTasksGet, map[string]any{"taskId": taskID})
 }
 
-func decodeLegacyTask(t *testing.T, m mcpwire.Message) mcpwire.Task {
+func decodeLegacyTask(t *testing.T, m mcp.Message) mcp.Task {
 	t.Helper()
 	require.Nil(t, m.Error, "%+v", m.Error)
-	var tk mcpwire.Task
+	var tk mcp.Task
 	require.NoError(t, json.Unmarshal(m.Result, &tk))
 	return tk
 }
 
-func (ls legacySession) pollTerminal(t *testing.T, taskID string) mcpwire.Task {
+func (ls legacySession) pollTerminal(t *testing.T, taskID string) mcp.Task {
 	t.Helper()
-	var tk mcpwire.Task
+	var tk mcp.Task
 	require.Eventually(t, func() bool {
 		tk = decodeLegacyTask(t, ls.get(t, 90, taskID))
-		return mcpwire.TaskTerminal(tk.Status)
+		return mcp.TaskTerminal(tk.Status)
 	}, testTimeout, 5*time.Millisecond)
 	return tk
 }
@@ -81,29 +81,29 @@ func TestLegacyTaskCapabilityOnlyAt20251125(t *testing.T) {
 		caps    string
 		support bool
 	}{
-		{mcpwire.Version20251125, `{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}`, true},
-		{mcpwire.Version20250618, `{"tools":{}}`, false},
+		{mcp.Version20251125, `{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}`, true},
+		{mcp.Version20250618, `{"tools":{}}`, false},
 	} {
 		t.Run(tc.version, func(t *testing.T) {
 			ts := startServer(t, Config{Tasks: TasksLegacy})
 			resp := ts.do(t, context.Background(), http.MethodPost, "", headers("", ""), initBody(t, tc.version, "c"))
-			var ir mcpwire.InitializeResult
+			var ir mcp.InitializeResult
 			require.NoError(t, json.Unmarshal(resultOf(t, resp).Result, &ir))
 			assert.JSONEq(t, tc.caps, string(ir.Capabilities))
-			sid := resp.Header.Get(mcpwire.HeaderSessionID)
+			sid := resp.Header.Get(mcp.HeaderSessionID)
 			ls := legacySession{ts: ts, sid: sid, version: tc.version}
-			list := ls.rpc(t, 2, mcpwire.MethodToolsList, nil)
+			list := ls.rpc(t, 2, mcp.MethodToolsList, nil)
 			assert.Equal(t, tc.support, strings.Contains(string(list.Result), `"taskSupport":"optional"`))
 			if !tc.support {
 				// Without the capability a task-augmented call is an
 				// ordinary one: the task metadata is ignored.
-				m := ls.rpc(t, 3, mcpwire.MethodToolsCall, map[string]any{"name": mcpwire.ToolCharge,
+				m := ls.rpc(t, 3, mcp.MethodToolsCall, map[string]any{"name": mcp.ToolCharge,
 					"arguments": map[string]any{"order_id": "o", "amount_cents": 1, "duration_ms": 1}, "task": map[string]any{}})
 				res, _ := toolResult(t, m)
 				assert.False(t, res.IsError)
-				get := ls.rpc(t, 4, mcpwire.MethodTasksGet, map[string]any{"taskId": "x"})
+				get := ls.rpc(t, 4, mcp.MethodTasksGet, map[string]any{"taskId": "x"})
 				require.NotNil(t, get.Error)
-				assert.Equal(t, mcpwire.CodeMethodNotFound, get.Error.Code)
+				assert.Equal(t, mcp.CodeMethodNotFound, get.Error.Code)
 			}
 		})
 	}
@@ -113,25 +113,25 @@ func TestLegacyTaskCreatedPolledFetched(t *testing.T) {
 	ls := startLegacy(t, Config{TaskPollInterval: 250 * time.Millisecond, TaskTTL: time.Minute})
 	ttl := int64(30000)
 	created := ls.taskCall(t, 2, map[string]any{"order_id": "t", "amount_cents": 5, "duration_ms": 300}, &ttl)
-	assert.Equal(t, mcpwire.TaskWorking, created.Status)
+	assert.Equal(t, mcp.TaskWorking, created.Status)
 	assert.Equal(t, int64(250), created.PollInterval)
 	require.NotNil(t, created.TTL)
 	assert.Equal(t, int64(30000), *created.TTL, "a ttl under the server's is honoured")
 	assert.Empty(t, ls.ts.records(sideeffects.KindResultWritten, nil), "a CreateTaskResult is no tool result")
 
 	// tasks/result while the task works blocks until it is terminal.
-	res := ls.rpc(t, 3, mcpwire.MethodTasksResult, map[string]any{"taskId": created.TaskID})
+	res := ls.rpc(t, 3, mcp.MethodTasksResult, map[string]any{"taskId": created.TaskID})
 	require.Nil(t, res.Error)
 	var body struct {
-		mcpwire.CallResult
-		Meta map[string]mcpwire.RelatedTask `json:"_meta"`
+		mcp.CallResult
+		Meta map[string]mcp.RelatedTask `json:"_meta"`
 	}
 	require.NoError(t, json.Unmarshal(res.Result, &body))
 	assert.JSONEq(t, `{"charged":true,"order_id":"t","amount_cents":5}`, string(body.StructuredContent))
-	assert.Equal(t, created.TaskID, body.Meta[mcpwire.MetaRelatedTask].TaskID)
+	assert.Equal(t, created.TaskID, body.Meta[mcp.MetaRelatedTask].TaskID)
 
 	done := decodeLegacyTask(t, ls.get(t, 4, created.TaskID))
-	assert.Equal(t, mcpwire.TaskCompleted, done.Status)
+	assert.Equal(t, mcp.TaskCompleted, done.Status)
 	assert.NotContains(t, string(ls.get(t, 5, created.TaskID).Result), "structuredContent", "tasks/get carries no result")
 
 	written := ls.ts.records(sideeffects.KindResultWritten, nil)
@@ -152,9 +152,9 @@ func TestLegacyTaskErrorResultFails(t *testing.T) {
 	ls := startLegacy(t, Config{})
 	created := ls.taskCall(t, 2, map[string]any{"order_id": "bad"}, nil)
 	failed := ls.pollTerminal(t, created.TaskID)
-	assert.Equal(t, mcpwire.TaskFailed, failed.Status, "a tool result with isError fails the task")
+	assert.Equal(t, mcp.TaskFailed, failed.Status, "a tool result with isError fails the task")
 	assert.NotEmpty(t, failed.StatusMessage)
-	res, _ := toolResult(t, ls.rpc(t, 3, mcpwire.MethodTasksResult, map[string]any{"taskId": created.TaskID}))
+	res, _ := toolResult(t, ls.rpc(t, 3, mcp.MethodTasksResult, map[string]any{"taskId": created.TaskID}))
 	assert.True(t, res.IsError, "tasks/result returns the tool's own result")
 }
 
@@ -164,15 +164,15 @@ func TestLegacyTaskErrors(t *testing.T) {
 		method, msg string
 		params      map[string]any
 	}{
-		{mcpwire.MethodTasksGet, "Failed to retrieve task: task not found", map[string]any{"taskId": "nope"}},
-		{mcpwire.MethodTasksResult, "Failed to retrieve task: task not found", map[string]any{"taskId": "nope"}},
-		{mcpwire.MethodTasksCancel, "Cannot cancel task: task not found", map[string]any{"taskId": "nope"}},
-		{mcpwire.MethodTasksGet, "tasks/get needs params.taskId", map[string]any{}},
-		{mcpwire.MethodTasksList, "Failed to list tasks: invalid cursor", map[string]any{"cursor": "bm9wZQ"}},
+		{mcp.MethodTasksGet, "Failed to retrieve task: task not found", map[string]any{"taskId": "nope"}},
+		{mcp.MethodTasksResult, "Failed to retrieve task: task not found", map[string]any{"taskId": "nope"}},
+		{mcp.MethodTasksCancel, "Cannot cancel task: task not found", map[string]any{"taskId": "nope"}},
+		{mcp.MethodTasksGet, "tasks/get needs params.taskId", map[string]any{}},
+		{mcp.MethodTasksList, "Failed to list tasks: invalid cursor", map[string]any{"cursor": "bm9wZQ"}},
 	} {
 		m := ls.rpc(t, 2, tc.method, tc.params)
 		require.NotNil(t, m.Error, tc.method)
-		assert.Equal(t, mcpwire.CodeInvalidParams, m.Error.Code, tc.method)
+		assert.Equal(t, mcp.CodeInvalidParams, m.Error.Code, tc.method)
 		assert.Equal(t, tc.msg, m.Error.Message, tc.method)
 	}
 }
@@ -185,32 +185,32 @@ func TestLegacyTaskTTLExpires(t *testing.T) {
 		m := ls.get(t, 3, created.TaskID)
 		return m.Error != nil && m.Error.Message == "Failed to retrieve task: task has expired"
 	}, testTimeout, 5*time.Millisecond, "a task past its ttl is deleted, whatever its status")
-	m := ls.rpc(t, 4, mcpwire.MethodTasksResult, map[string]any{"taskId": created.TaskID})
+	m := ls.rpc(t, 4, mcp.MethodTasksResult, map[string]any{"taskId": created.TaskID})
 	require.NotNil(t, m.Error)
-	assert.Equal(t, mcpwire.CodeInvalidParams, m.Error.Code)
+	assert.Equal(t, mcp.CodeInvalidParams, m.Error.Code)
 }
 
 func TestLegacyTaskCancel(t *testing.T) {
 	ls := startLegacy(t, Config{OnCancel: tools.OnCancelStop})
 	created := ls.taskCall(t, 2, map[string]any{"order_id": "c", "amount_cents": 5, "duration_ms": 5000}, nil)
-	ack := decodeLegacyTask(t, ls.rpc(t, 3, mcpwire.MethodTasksCancel, map[string]any{"taskId": created.TaskID}))
-	assert.Equal(t, mcpwire.TaskCancelled, ack.Status, "cancelled before the answer")
-	assert.Equal(t, mcpwire.TaskCancelled, decodeLegacyTask(t, ls.get(t, 4, created.TaskID)).Status)
-	again := ls.rpc(t, 5, mcpwire.MethodTasksCancel, map[string]any{"taskId": created.TaskID})
+	ack := decodeLegacyTask(t, ls.rpc(t, 3, mcp.MethodTasksCancel, map[string]any{"taskId": created.TaskID}))
+	assert.Equal(t, mcp.TaskCancelled, ack.Status, "cancelled before the answer")
+	assert.Equal(t, mcp.TaskCancelled, decodeLegacyTask(t, ls.get(t, 4, created.TaskID)).Status)
+	again := ls.rpc(t, 5, mcp.MethodTasksCancel, map[string]any{"taskId": created.TaskID})
 	require.NotNil(t, again.Error)
-	assert.Equal(t, mcpwire.CodeInvalidParams, again.Error.Code)
+	assert.Equal(t, mcp.CodeInvalidParams, again.Error.Code)
 	assert.Equal(t, "Cannot cancel task: task is already in a terminal status 'cancelled'", again.Error.Message)
 	ls.ts.waitRecord(t, sideeffects.KindCallCancelled, nil)
 	assert.Empty(t, ls.ts.records(sideeffects.KindCharge, nil))
-	res := ls.rpc(t, 6, mcpwire.MethodTasksResult, map[string]any{"taskId": created.TaskID})
+	res := ls.rpc(t, 6, mcp.MethodTasksResult, map[string]any{"taskId": created.TaskID})
 	require.NotNil(t, res.Error, "a cancelled task has no result")
 
 	// A tool that commits after the cancel leaves its task cancelled.
 	commit := startLegacy(t, Config{OnCancel: tools.OnCancelCommitThenNotice})
 	c2 := commit.taskCall(t, 2, map[string]any{"order_id": "k", "amount_cents": 5, "duration_ms": 5000}, nil)
-	commit.rpc(t, 3, mcpwire.MethodTasksCancel, map[string]any{"taskId": c2.TaskID})
+	commit.rpc(t, 3, mcp.MethodTasksCancel, map[string]any{"taskId": c2.TaskID})
 	commit.ts.waitRecord(t, sideeffects.KindCharge, nil)
-	assert.Equal(t, mcpwire.TaskCancelled, decodeLegacyTask(t, commit.get(t, 4, c2.TaskID)).Status)
+	assert.Equal(t, mcp.TaskCancelled, decodeLegacyTask(t, commit.get(t, 4, c2.TaskID)).Status)
 }
 
 func TestLegacyTaskList(t *testing.T) {
@@ -227,9 +227,9 @@ func TestLegacyTaskList(t *testing.T) {
 		if cursor != "" {
 			params["cursor"] = cursor
 		}
-		m := ls.rpc(t, 2, mcpwire.MethodTasksList, params)
+		m := ls.rpc(t, 2, mcp.MethodTasksList, params)
 		require.Nil(t, m.Error)
-		var page mcpwire.ListTasksResult
+		var page mcp.ListTasksResult
 		require.NoError(t, json.Unmarshal(m.Result, &page))
 		pages++
 		for _, tk := range page.Tasks {
@@ -265,15 +265,15 @@ func TestLegacyTaskStoresAcrossCrash(t *testing.T) {
 			left := ls2.get(t, 5, running.TaskID)
 			if st == EventStoreMemory {
 				require.NotNil(t, got.Error, "the memory store lost the task")
-				assert.Equal(t, mcpwire.CodeInvalidParams, got.Error.Code)
+				assert.Equal(t, mcp.CodeInvalidParams, got.Error.Code)
 				require.NotNil(t, left.Error)
 				return
 			}
-			assert.Equal(t, mcpwire.TaskCompleted, decodeLegacyTask(t, got).Status)
-			res, _ := toolResult(t, ls2.rpc(t, 6, mcpwire.MethodTasksResult, map[string]any{"taskId": done.TaskID}))
+			assert.Equal(t, mcp.TaskCompleted, decodeLegacyTask(t, got).Status)
+			res, _ := toolResult(t, ls2.rpc(t, 6, mcp.MethodTasksResult, map[string]any{"taskId": done.TaskID}))
 			assert.False(t, res.IsError, "the result survived")
-			assert.Equal(t, mcpwire.TaskFailed, decodeLegacyTask(t, left).Status)
-			interrupted := ls2.rpc(t, 7, mcpwire.MethodTasksResult, map[string]any{"taskId": running.TaskID})
+			assert.Equal(t, mcp.TaskFailed, decodeLegacyTask(t, left).Status)
+			interrupted := ls2.rpc(t, 7, mcp.MethodTasksResult, map[string]any{"taskId": running.TaskID})
 			require.NotNil(t, interrupted.Error)
 			assert.Equal(t, "interrupted_by_restart", interrupted.Error.Message)
 		})
@@ -283,13 +283,13 @@ func TestLegacyTaskStoresAcrossCrash(t *testing.T) {
 func TestLegacyTaskDropped(t *testing.T) {
 	ls := startLegacy(t, Config{})
 	created := ls.taskCall(t, 2, map[string]any{"order_id": "d", "amount_cents": 5, "duration_ms": 200}, nil)
-	waiting := make(chan mcpwire.Message, 1)
-	go func() { waiting <- ls.rpc(t, 3, mcpwire.MethodTasksResult, map[string]any{"taskId": created.TaskID}) }()
+	waiting := make(chan mcp.Message, 1)
+	go func() { waiting <- ls.rpc(t, 3, mcp.MethodTasksResult, map[string]any{"taskId": created.TaskID}) }()
 	resp := ls.ts.do(t, context.Background(), http.MethodPost, "/control/drop_tasks", nil, "")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	m := <-waiting
 	require.NotNil(t, m.Error, "a blocked tasks/result learns its task is gone")
-	assert.Equal(t, mcpwire.CodeInvalidParams, m.Error.Code)
+	assert.Equal(t, mcp.CodeInvalidParams, m.Error.Code)
 }
 
 // FuzzLegacyTaskParams sends the 2025-11-25 task methods arbitrary params:
@@ -297,8 +297,8 @@ func TestLegacyTaskDropped(t *testing.T) {
 // never a crash or a hang, and an id no task has is invalid params.
 func FuzzLegacyTaskParams(f *testing.F) {
 	ts := startServer(f, Config{Recorder: discard{}, Tasks: TasksLegacy})
-	sid, version := ts.initialize(f, mcpwire.Version20251125)
-	methods := []string{mcpwire.MethodTasksGet, mcpwire.MethodTasksResult, mcpwire.MethodTasksList, mcpwire.MethodTasksCancel}
+	sid, version := ts.initialize(f, mcp.Version20251125)
+	methods := []string{mcp.MethodTasksGet, mcp.MethodTasksResult, mcp.MethodTasksList, mcp.MethodTasksCancel}
 	for _, seed := range []string{`{}`, `{"taskId":"x"}`, `{"taskId":7}`, `{"cursor":"!!"}`, `{"cursor":"eA"}`, `null`, `[]`, `{"taskId":""}`} {
 		for m := range uint8(len(methods)) {
 			f.Add(seed, m)
@@ -316,7 +316,7 @@ func FuzzLegacyTaskParams(f *testing.F) {
 		}
 		msg := resultOf(t, resp)
 		if msg.Error != nil {
-			assert.Contains(t, []int{mcpwire.CodeInvalidParams, mcpwire.CodeInvalidRequest}, msg.Error.Code, "%s %s: %+v", method, params, msg.Error)
+			assert.Contains(t, []int{mcp.CodeInvalidParams, mcp.CodeInvalidRequest}, msg.Error.Code, "%s %s: %+v", method, params, msg.Error)
 		}
 	})
 }
@@ -328,7 +328,7 @@ func TestLegacyTaskStatusNotification(t *testing.T) {
 	ls := startLegacy(t, Config{})
 	h := headers(ls.sid, ls.version)
 	h.Del("Content-Type")
-	h.Set("Accept", mcpwire.ContentTypeSSE)
+	h.Set("Accept", mcp.ContentTypeSSE)
 	standalone := ls.ts.open(t, http.MethodGet, h, "")
 	created := ls.taskCall(t, 2, map[string]any{"order_id": "n", "amount_cents": 5, "duration_ms": 10}, nil)
 	for {
@@ -337,11 +337,11 @@ func TestLegacyTaskStatusNotification(t *testing.T) {
 			continue // the priming event
 		}
 		m := decode(t, ev.Data)
-		require.Equal(t, mcpwire.MethodTaskStatus, m.Method)
-		var tk mcpwire.Task
+		require.Equal(t, mcp.MethodTaskStatus, m.Method)
+		var tk mcp.Task
 		require.NoError(t, json.Unmarshal(m.Params, &tk))
 		assert.Equal(t, created.TaskID, tk.TaskID)
-		assert.Equal(t, mcpwire.TaskCompleted, tk.Status)
+		assert.Equal(t, mcp.TaskCompleted, tk.Status)
 		assert.NotNil(t, tk.TTL)
 		return
 	}

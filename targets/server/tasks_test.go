@@ -12,33 +12,33 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // taskMeta is the _meta of a 2026-07-28 client declaring the tasks
 // extension.
 func taskMeta() map[string]any {
 	m := modernMeta("tasker")
-	m[mcpwire.MetaClientCapabilities] = map[string]any{"extensions": map[string]any{mcpwire.ExtensionTasks: map[string]any{}}}
+	m[mcp.MetaClientCapabilities] = map[string]any{"extensions": map[string]any{mcp.ExtensionTasks: map[string]any{}}}
 	return m
 }
 
-func (ts *tserver) modernDo(t *testing.T, req request) mcpwire.Message {
+func (ts *tserver) modernDo(t *testing.T, req request) mcp.Message {
 	t.Helper()
 	return resultOf(t, ts.do(t, context.Background(), req.method, "", req.h, req.body))
 }
 
 func taskCall(t *testing.T, id int, args map[string]any) request {
-	return modern(t, id, mcpwire.MethodToolsCall, map[string]any{"name": mcpwire.ToolCharge, "arguments": args, "_meta": taskMeta()})
+	return modern(t, id, mcp.MethodToolsCall, map[string]any{"name": mcp.ToolCharge, "arguments": args, "_meta": taskMeta()})
 }
 
 func taskReq(t *testing.T, id int, method, taskID string, meta map[string]any) request {
 	r := modern(t, id, method, map[string]any{"taskId": taskID, "_meta": meta})
-	return r.with(mcpwire.HeaderName, taskID)
+	return r.with(mcp.HeaderName, taskID)
 }
 
-func decodeTask(t *testing.T, m mcpwire.Message) taskWire {
+func decodeTask(t *testing.T, m mcp.Message) taskWire {
 	t.Helper()
 	require.Nil(t, m.Error, "%+v", m.Error)
 	var tw taskWire
@@ -50,7 +50,7 @@ func (ts *tserver) pollTask(t *testing.T, id string) taskWire {
 	t.Helper()
 	var tw taskWire
 	require.Eventually(t, func() bool {
-		tw = decodeTask(t, ts.modernDo(t, taskReq(t, 9, mcpwire.MethodTasksGet, id, taskMeta())))
+		tw = decodeTask(t, ts.modernDo(t, taskReq(t, 9, mcp.MethodTasksGet, id, taskMeta())))
 		return tw.Status != taskWorking
 	}, testTimeout, 5*time.Millisecond)
 	return tw
@@ -58,20 +58,20 @@ func (ts *tserver) pollTask(t *testing.T, id string) taskWire {
 
 func TestTaskCreatedPolledCompleted(t *testing.T) {
 	ts := startServer(t, Config{Tasks: TasksExtension, TaskPollInterval: 250 * time.Millisecond, TaskTTL: time.Minute})
-	d := decodeDiscover(t, ts.modernDo(t, modern(t, 1, mcpwire.MethodDiscover, nil)))
+	d := decodeDiscover(t, ts.modernDo(t, modern(t, 1, mcp.MethodDiscover, nil)))
 	assert.JSONEq(t, `{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`, string(d.Capabilities))
 
 	created := decodeTask(t, ts.modernDo(t, taskCall(t, 2, map[string]any{"order_id": "t", "amount_cents": 5, "duration_ms": 50})))
-	assert.Equal(t, mcpwire.ResultTask, created.ResultType)
+	assert.Equal(t, mcp.ResultTask, created.ResultType)
 	assert.Equal(t, taskWorking, created.Status)
 	assert.Equal(t, int64(250), created.PollIntervalMs)
 	require.NotNil(t, created.TTLMs)
 	assert.Equal(t, int64(60000), *created.TTLMs)
 
 	done := ts.pollTask(t, created.TaskID)
-	assert.Equal(t, mcpwire.ResultComplete, done.ResultType)
+	assert.Equal(t, mcp.ResultComplete, done.ResultType)
 	assert.Equal(t, taskCompleted, done.Status)
-	var res mcpwire.CallResult
+	var res mcp.CallResult
 	require.NoError(t, json.Unmarshal(done.Result, &res))
 	assert.JSONEq(t, `{"charged":true,"order_id":"t","amount_cents":5}`, string(res.StructuredContent))
 	charges := ts.records(sideeffects.KindCharge, nil)
@@ -79,13 +79,13 @@ func TestTaskCreatedPolledCompleted(t *testing.T) {
 	assert.Equal(t, "task:"+created.TaskID, charges[0].Stream)
 	assert.Len(t, ts.records(sideeffects.KindResultWritten, nil), 1, "each fetch of the result is recorded")
 
-	ts.modernDo(t, taskReq(t, 10, mcpwire.MethodTasksGet, created.TaskID, taskMeta()))
+	ts.modernDo(t, taskReq(t, 10, mcp.MethodTasksGet, created.TaskID, taskMeta()))
 	assert.Len(t, ts.records(sideeffects.KindResultWritten, nil), 2)
 }
 
-func decodeDiscover(t *testing.T, m mcpwire.Message) mcpwire.DiscoverResult {
+func decodeDiscover(t *testing.T, m mcp.Message) mcp.DiscoverResult {
 	t.Helper()
-	var d mcpwire.DiscoverResult
+	var d mcp.DiscoverResult
 	require.NoError(t, json.Unmarshal(m.Result, &d))
 	return d
 }
@@ -94,21 +94,21 @@ func TestTaskErrors(t *testing.T) {
 	ts := startServer(t, Config{Tasks: TasksExtension, TaskTTL: 30 * time.Millisecond})
 	created := decodeTask(t, ts.modernDo(t, taskCall(t, 2, map[string]any{"order_id": "t", "amount_cents": 5, "duration_ms": 1})))
 
-	noCap := ts.modernDo(t, taskReq(t, 3, mcpwire.MethodTasksGet, created.TaskID, modernMeta("plain")))
+	noCap := ts.modernDo(t, taskReq(t, 3, mcp.MethodTasksGet, created.TaskID, modernMeta("plain")))
 	require.NotNil(t, noCap.Error)
-	assert.Equal(t, mcpwire.CodeMissingClientCapability, noCap.Error.Code)
+	assert.Equal(t, mcp.CodeMissingClientCapability, noCap.Error.Code)
 
-	unknown := ts.modernDo(t, taskReq(t, 4, mcpwire.MethodTasksGet, "nope", taskMeta()))
+	unknown := ts.modernDo(t, taskReq(t, 4, mcp.MethodTasksGet, "nope", taskMeta()))
 	require.NotNil(t, unknown.Error)
-	assert.Equal(t, mcpwire.CodeInvalidParams, unknown.Error.Code)
+	assert.Equal(t, mcp.CodeInvalidParams, unknown.Error.Code)
 	assert.Equal(t, "Failed to retrieve task: task not found", unknown.Error.Message)
 
-	wrongName := taskReq(t, 5, mcpwire.MethodTasksGet, created.TaskID, taskMeta()).with(mcpwire.HeaderName, "other")
+	wrongName := taskReq(t, 5, mcp.MethodTasksGet, created.TaskID, taskMeta()).with(mcp.HeaderName, "other")
 	resp := ts.do(t, context.Background(), wrongName.method, "", wrongName.h, wrongName.body)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "Mcp-Name must be the task id")
 
 	time.Sleep(50 * time.Millisecond)
-	expired := ts.modernDo(t, taskReq(t, 6, mcpwire.MethodTasksGet, created.TaskID, taskMeta()))
+	expired := ts.modernDo(t, taskReq(t, 6, mcp.MethodTasksGet, created.TaskID, taskMeta()))
 	require.NotNil(t, expired.Error)
 	assert.Equal(t, "Failed to retrieve task: task has expired", expired.Error.Message)
 
@@ -116,14 +116,14 @@ func TestTaskErrors(t *testing.T) {
 	assert.NotContains(t, string(plain.Result), `"resultType":"task"`, "no task for a client that did not declare the extension")
 
 	off := startServer(t, Config{})
-	resp = off.do(t, context.Background(), http.MethodPost, "", taskReq(t, 8, mcpwire.MethodTasksGet, "x", taskMeta()).h, taskReq(t, 8, mcpwire.MethodTasksGet, "x", taskMeta()).body)
+	resp = off.do(t, context.Background(), http.MethodPost, "", taskReq(t, 8, mcp.MethodTasksGet, "x", taskMeta()).h, taskReq(t, 8, mcp.MethodTasksGet, "x", taskMeta()).body)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "tasks off: tasks/get is not a method")
 }
 
 func TestTaskCancel(t *testing.T) {
 	ts := startServer(t, Config{Tasks: TasksExtension, OnCancel: tools.OnCancelStop})
 	created := decodeTask(t, ts.modernDo(t, taskCall(t, 2, map[string]any{"order_id": "c", "amount_cents": 5, "duration_ms": 5000})))
-	ack := ts.modernDo(t, taskReq(t, 3, mcpwire.MethodTasksCancel, created.TaskID, taskMeta()))
+	ack := ts.modernDo(t, taskReq(t, 3, mcp.MethodTasksCancel, created.TaskID, taskMeta()))
 	require.Nil(t, ack.Error)
 	assert.Equal(t, taskCancelled, ts.pollTask(t, created.TaskID).Status)
 	assert.Empty(t, ts.records(sideeffects.KindCharge, nil))
@@ -144,8 +144,8 @@ func TestTaskFileStoreAcrossCrash(t *testing.T) {
 			require.NoError(t, ts.Close())
 
 			ts2 := startServer(t, cfg)
-			got := ts2.modernDo(t, taskReq(t, 4, mcpwire.MethodTasksGet, done.TaskID, taskMeta()))
-			left := ts2.modernDo(t, taskReq(t, 5, mcpwire.MethodTasksGet, running.TaskID, taskMeta()))
+			got := ts2.modernDo(t, taskReq(t, 4, mcp.MethodTasksGet, done.TaskID, taskMeta()))
+			left := ts2.modernDo(t, taskReq(t, 5, mcp.MethodTasksGet, running.TaskID, taskMeta()))
 			if st == EventStoreMemory {
 				require.NotNil(t, got.Error, "the memory store lost the task")
 				require.NotNil(t, left.Error)
@@ -168,7 +168,7 @@ func TestControlDropTasks(t *testing.T) {
 	var body tasksBody
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
 	assert.Equal(t, []string{created.TaskID}, body.Tasks)
-	lost := ts.modernDo(t, taskReq(t, 3, mcpwire.MethodTasksGet, created.TaskID, taskMeta()))
+	lost := ts.modernDo(t, taskReq(t, 3, mcp.MethodTasksGet, created.TaskID, taskMeta()))
 	require.NotNil(t, lost.Error)
 	assert.Equal(t, "Failed to retrieve task: task not found", lost.Error.Message)
 	ts.waitRecord(t, sideeffects.KindCharge, nil) // the tool ran on: its result goes nowhere
@@ -184,10 +184,10 @@ func TestControlDropTasks(t *testing.T) {
 func TestTaskUpdate(t *testing.T) {
 	ts := startServer(t, Config{Tasks: TasksExtension})
 	created := decodeTask(t, ts.modernDo(t, taskCall(t, 2, map[string]any{"order_id": "u", "amount_cents": 5, "duration_ms": 200})))
-	update := func(id int, taskID string, meta map[string]any) mcpwire.Message {
-		r := modern(t, id, mcpwire.MethodTasksUpdate, map[string]any{"taskId": taskID, "_meta": meta,
+	update := func(id int, taskID string, meta map[string]any) mcp.Message {
+		r := modern(t, id, mcp.MethodTasksUpdate, map[string]any{"taskId": taskID, "_meta": meta,
 			"inputResponses": map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"input": "x"}}}})
-		return ts.modernDo(t, r.with(mcpwire.HeaderName, taskID))
+		return ts.modernDo(t, r.with(mcp.HeaderName, taskID))
 	}
 	ack := update(3, created.TaskID, taskMeta())
 	require.Nil(t, ack.Error)
@@ -196,10 +196,10 @@ func TestTaskUpdate(t *testing.T) {
 
 	unknown := update(4, "nope", taskMeta())
 	require.NotNil(t, unknown.Error)
-	assert.Equal(t, mcpwire.CodeInvalidParams, unknown.Error.Code)
+	assert.Equal(t, mcp.CodeInvalidParams, unknown.Error.Code)
 	noCap := update(5, created.TaskID, modernMeta("plain"))
 	require.NotNil(t, noCap.Error)
-	assert.Equal(t, mcpwire.CodeMissingClientCapability, noCap.Error.Code)
+	assert.Equal(t, mcp.CodeMissingClientCapability, noCap.Error.Code)
 }
 
 // TestTaskTTLDeletesWhateverTheStatus pins what the reference server does
@@ -213,15 +213,15 @@ func TestTaskUpdate(t *testing.T) {
 func TestTaskTTLDeletesWhateverTheStatus(t *testing.T) {
 	ts := startServer(t, Config{Tasks: TasksExtension, TaskTTL: 40 * time.Millisecond})
 	working := decodeTask(t, ts.modernDo(t, taskCall(t, 2, map[string]any{"order_id": "w", "amount_cents": 5, "duration_ms": 300})))
-	var last mcpwire.Message
+	var last mcp.Message
 	require.Eventually(t, func() bool {
-		last = ts.modernDo(t, taskReq(t, 3, mcpwire.MethodTasksGet, working.TaskID, taskMeta()))
+		last = ts.modernDo(t, taskReq(t, 3, mcp.MethodTasksGet, working.TaskID, taskMeta()))
 		if last.Error == nil {
 			assert.Equal(t, taskWorking, decodeTask(t, last).Status, "never failed by its ttl")
 		}
 		return last.Error != nil
 	}, testTimeout, 5*time.Millisecond)
-	assert.Equal(t, mcpwire.CodeInvalidParams, last.Error.Code)
+	assert.Equal(t, mcp.CodeInvalidParams, last.Error.Code)
 	assert.Equal(t, "Failed to retrieve task: task has expired", last.Error.Message)
 	ts.waitRecord(t, sideeffects.KindCharge, nil)
 	assert.Empty(t, ts.records(sideeffects.KindResultWritten, nil), "nobody fetched the result")
@@ -230,7 +230,7 @@ func TestTaskTTLDeletesWhateverTheStatus(t *testing.T) {
 	bad := decodeTask(t, long.modernDo(t, taskCall(t, 4, map[string]any{"order_id": "b"})))
 	done := long.pollTask(t, bad.TaskID)
 	assert.Equal(t, taskCompleted, done.Status, "an isError result completes the task")
-	var res mcpwire.CallResult
+	var res mcp.CallResult
 	require.NoError(t, json.Unmarshal(done.Result, &res))
 	assert.True(t, res.IsError)
 }

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/internal/jsonl"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Task statuses of the io.modelcontextprotocol/tasks extension.
@@ -29,7 +29,7 @@ const (
 
 // errInterruptedTask is the error of a task a previous process was running
 // when it stopped: whether its side effect happened is unknown.
-var errInterruptedTask = mcpwire.Error{Code: mcpwire.CodeInternalError, Message: "interrupted_by_restart"}
+var errInterruptedTask = mcp.Error{Code: mcp.CodeInternalError, Message: "interrupted_by_restart"}
 
 // task is one task's durable state. Fields are the journal's.
 type task struct {
@@ -43,7 +43,7 @@ type task struct {
 	Updated   time.Time       `json:"updated"`
 	TTL       time.Duration   `json:"ttl"`
 	Result    json.RawMessage `json:"result,omitempty"`
-	Error     *mcpwire.Error  `json:"error,omitempty"`
+	Error     *mcp.Error      `json:"error,omitempty"`
 	// Owner is the replica running the task, in a shared store.
 	Owner string `json:"owner,omitempty"`
 	// Legacy marks a task of the experimental 2025-11-25 tasks, and
@@ -172,7 +172,7 @@ func openTaskStore(path string) (*taskStore, error) {
 // the rule of package internal/jsonl: a torn last line is dropped, any
 // other line that does not parse is an error naming it.
 func readTasks(r io.Reader) ([]*task, error) {
-	return jsonl.Read(r, mcpwire.MaxEventBytes, func(b []byte) (*task, error) {
+	return jsonl.Read(r, mcp.MaxEventBytes, func(b []byte) (*task, error) {
 		t := &task{}
 		return t, json.Unmarshal(b, t)
 	})
@@ -229,7 +229,7 @@ func (ts *taskStore) create(t task) (*task, <-chan struct{}, error) {
 }
 
 // finish records a task's terminal state.
-func (ts *taskStore) finish(id, status string, result json.RawMessage, rpcErr *mcpwire.Error) error {
+func (ts *taskStore) finish(id, status string, result json.RawMessage, rpcErr *mcp.Error) error {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	t := ts.tasks[id]

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaosrun/chaosrun/internal/jsonl/jsonltest"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // sharedLog is a journal several task stores share, as replicas share a
@@ -102,10 +102,10 @@ func TestSharedTaskStoreAnswersAPollOnAnotherReplica(t *testing.T) {
 }
 
 func TestTaskErrorCodes(t *testing.T) {
-	assert.Equal(t, mcpwire.CodeInvalidParams, taskErrorCode(errTaskNotFound))
-	assert.Equal(t, mcpwire.CodeInvalidParams, taskErrorCode(fmt.Errorf("x: %w", errTaskExpired)))
-	assert.Equal(t, mcpwire.CodeInvalidParams, taskErrorCode(errTaskElsewhere))
-	assert.Equal(t, mcpwire.CodeInternalError, taskErrorCode(errors.New("task store: read the shared journal: i/o timeout")),
+	assert.Equal(t, mcp.CodeInvalidParams, taskErrorCode(errTaskNotFound))
+	assert.Equal(t, mcp.CodeInvalidParams, taskErrorCode(fmt.Errorf("x: %w", errTaskExpired)))
+	assert.Equal(t, mcp.CodeInvalidParams, taskErrorCode(errTaskElsewhere))
+	assert.Equal(t, mcp.CodeInternalError, taskErrorCode(errors.New("task store: read the shared journal: i/o timeout")),
 		"a store out of reach is no news about the task")
 }
 
@@ -137,7 +137,7 @@ func TestSharedTaskStoreFailsTheTasksOfARestartedReplicaOnly(t *testing.T) {
 func TestAnUnreadableSharedStoreIsNo404(t *testing.T) {
 	j := (&sharedLog{}).open()
 	ts := startServer(t, Config{EventStore: EventStoreRedis, RedisAddr: "unused", StoreOwner: "server-1", journal: j})
-	unknown := headers("0123456789abcdef0123456789abcdef", mcpwire.Version20251125)
+	unknown := headers("0123456789abcdef0123456789abcdef", mcp.Version20251125)
 	j.down.Store(true)
 	resp := ts.do(t, context.Background(), http.MethodPost, "", unknown, listTools)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "whether the session exists is unknown: a transport fact, not a lost session")

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
 	"github.com/chaosrun/chaosrun/targets/server/store"
 	"github.com/chaosrun/chaosrun/targets/tools"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // toolList is the tools/list result.
@@ -53,7 +53,7 @@ func (s *Server) emitter(c *call) tools.Emit {
 
 // progress renders chatty's notification of event seq of total.
 func progress(token json.RawMessage, seq, total int) ([]byte, error) {
-	note, err := mcpwire.NewNotification(mcpwire.MethodProgress, mcpwire.ProgressParams{
+	note, err := mcp.NewNotification(mcp.MethodProgress, mcp.ProgressParams{
 		ProgressToken: token, Progress: float64(seq), Total: float64(total)})
 	if err != nil {
 		return nil, err
@@ -62,14 +62,14 @@ func progress(token json.RawMessage, seq, total int) ([]byte, error) {
 }
 
 // message renders a tool's outcome as the response to request id.
-func message(id json.RawMessage, o tools.Outcome) mcpwire.Message {
+func message(id json.RawMessage, o tools.Outcome) mcp.Message {
 	res, err := o.Result()
 	if err != nil {
-		return mcpwire.NewError(id, mcpwire.CodeInternalError, err.Error())
+		return mcp.NewError(id, mcp.CodeInternalError, err.Error())
 	}
-	msg, err := mcpwire.NewResult(id, res)
+	msg, err := mcp.NewResult(id, res)
 	if err != nil {
-		return mcpwire.NewError(id, mcpwire.CodeInternalError, err.Error())
+		return mcp.NewError(id, mcp.CodeInternalError, err.Error())
 	}
 	return msg
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Bounds on tool arguments, so that a tool always ends and every duration
@@ -33,7 +33,7 @@ var maxMS = MaxDuration.Milliseconds()
 
 var definitions = []Definition{
 	{
-		Name:        mcpwire.ToolCharge,
+		Name:        mcp.ToolCharge,
 		Description: "Charges an order once, after running for duration_ms. Not idempotent unless idempotency_key is given.",
 		InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
 			`"order_id":{"type":"string","minLength":1},`+
@@ -43,7 +43,7 @@ var definitions = []Definition{
 			`"required":["order_id","amount_cents"]}`, maxMS)),
 	},
 	{
-		Name:        mcpwire.ToolChatty,
+		Name:        mcp.ToolChatty,
 		Description: "Emits events numbered progress notifications, one every interval_ms, then returns how many it emitted.",
 		InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
 			`"events":{"type":"integer","minimum":0,"maximum":%d},`+
@@ -61,11 +61,11 @@ func Definitions() []Definition {
 }
 
 // Known reports whether name is one of the tools.
-func Known(name string) bool { return name == mcpwire.ToolCharge || name == mcpwire.ToolChatty }
+func Known(name string) bool { return name == mcp.ToolCharge || name == mcp.ToolChatty }
 
 // DecodeCharge decodes and checks the arguments of the charge tool.
-func DecodeCharge(raw json.RawMessage) (mcpwire.ChargeArgs, error) {
-	var a mcpwire.ChargeArgs
+func DecodeCharge(raw json.RawMessage) (mcp.ChargeArgs, error) {
+	var a mcp.ChargeArgs
 	if err := decodeArgs(raw, &a); err != nil {
 		return a, err
 	}
@@ -81,8 +81,8 @@ func DecodeCharge(raw json.RawMessage) (mcpwire.ChargeArgs, error) {
 }
 
 // DecodeChatty decodes and checks the arguments of the chatty tool.
-func DecodeChatty(raw json.RawMessage) (mcpwire.ChattyArgs, error) {
-	var a mcpwire.ChattyArgs
+func DecodeChatty(raw json.RawMessage) (mcp.ChattyArgs, error) {
+	var a mcp.ChattyArgs
 	if err := decodeArgs(raw, &a); err != nil {
 		return a, err
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 func TestArguments(t *testing.T) {
@@ -62,8 +62,8 @@ func TestOrderIDIsReadLeniently(t *testing.T) {
 func TestDefinitionsAdvertiseTheBounds(t *testing.T) {
 	defs := Definitions()
 	require.Len(t, defs, 2)
-	assert.Equal(t, mcpwire.ToolCharge, defs[0].Name)
-	assert.Equal(t, mcpwire.ToolChatty, defs[1].Name)
+	assert.Equal(t, mcp.ToolCharge, defs[0].Name)
+	assert.Equal(t, mcp.ToolChatty, defs[1].Name)
 	var schemas [2]struct {
 		Type       string `json:"type"`
 		Properties map[string]struct {
@@ -84,5 +84,5 @@ func TestDefinitionsAdvertiseTheBounds(t *testing.T) {
 	assert.False(t, Known("refund"))
 
 	defs[0].Name = "changed"
-	assert.Equal(t, mcpwire.ToolCharge, Definitions()[0].Name, "callers get a copy")
+	assert.Equal(t, mcp.ToolCharge, Definitions()[0].Name, "callers get a copy")
 }

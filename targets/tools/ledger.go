@@ -41,11 +41,11 @@ func (l Ledger) Record(ctx context.Context, r sideeffects.Record) error {
 // Call is one tools/call as the ledger knows it: every record about the
 // call carries these fields.
 type Call struct {
-	Tool      string // mcpwire.ToolCharge or mcpwire.ToolChatty
+	Tool      string // mcp.ToolCharge or mcp.ToolChatty
 	OrderID   string // see [OrderID]
 	Session   string // the Mcp-Session-Id
 	Client    string // the session's clientInfo.name
-	RequestID string // the JSON-RPC id, as mcpwire.IDString renders it
+	RequestID string // the JSON-RPC id, as mcp.IDString renders it
 	Task      string // the task running the call (tasks extension), or ""
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // The call_finished reasons and error names the core gives.
@@ -115,13 +115,13 @@ func (o Outcome) JSON() (json.RawMessage, error) {
 
 // Result is the outcome as a tools/call result, with the structured
 // content repeated as text, as the specification recommends.
-func (o Outcome) Result() (mcpwire.CallResult, error) {
+func (o Outcome) Result() (mcp.CallResult, error) {
 	sc, err := o.JSON()
 	if err != nil {
-		return mcpwire.CallResult{}, err
+		return mcp.CallResult{}, err
 	}
-	return mcpwire.CallResult{
-		Content:           []mcpwire.Content{{Type: "text", Text: string(sc)}},
+	return mcp.CallResult{
+		Content:           []mcp.Content{{Type: "text", Text: string(sc)}},
 		StructuredContent: sc,
 		IsError:           o.IsError,
 	}, nil
@@ -148,7 +148,7 @@ func (r *Runner) RunRequest(ctx context.Context, cancelled <-chan struct{}, c Ca
 		rec.Reason = r.onCancel
 		_ = r.record(ctx, rec)
 	}}
-	if c.Tool == mcpwire.ToolCharge {
+	if c.Tool == mcp.ToolCharge {
 		return r.runCharge(w, c, args)
 	}
 	return r.runChatty(w, c, args, emit)
@@ -274,7 +274,7 @@ func (r *Runner) runCharge(w *waiter, c Call, raw json.RawMessage) Outcome {
 }
 
 // commitCharge records the charge (or its deduplication).
-func (r *Runner) commitCharge(ctx context.Context, c Call, a mcpwire.ChargeArgs) Outcome {
+func (r *Runner) commitCharge(ctx context.Context, c Call, a mcp.ChargeArgs) Outcome {
 	rec := c.record(sideeffects.KindCharge)
 	rec.OrderID, rec.AmountCents, rec.IdempotencyKey = a.OrderID, a.AmountCents, a.IdempotencyKey
 	result := chargeResult{Charged: true, OrderID: a.OrderID, AmountCents: a.AmountCents}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/sideeffects"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // refusing fails every record of one kind.
@@ -45,11 +45,11 @@ func newRunner(rec sideeffects.Recorder) *Runner {
 	return NewRunner(Config{Ledger: newLedger(rec)})
 }
 
-var call = Call{Tool: mcpwire.ToolCharge, OrderID: "o-1", Session: "s1", Client: "alice", RequestID: "7"}
+var call = Call{Tool: mcp.ToolCharge, OrderID: "o-1", Session: "s1", Client: "alice", RequestID: "7"}
 
 func chattyCall() Call {
 	c := call
-	c.Tool, c.OrderID = mcpwire.ToolChatty, ""
+	c.Tool, c.OrderID = mcp.ToolChatty, ""
 	return c
 }
 
@@ -88,7 +88,7 @@ func TestChargeRecordsOnceAndDeduplicates(t *testing.T) {
 	dedup.Kind, dedup.ID, dedup.N, dedup.TUS = charge.Kind, charge.ID, charge.N, charge.TUS
 	assert.Equal(t, charge, dedup, "the same fields but the kind")
 	assert.Equal(t, sideeffects.Record{ID: charge.ID, N: charge.N, TUS: charge.TUS, Kind: sideeffects.KindCharge,
-		Source: "test", Session: "s1", Client: "alice", RequestID: "7", Tool: mcpwire.ToolCharge, OrderID: "o-1",
+		Source: "test", Session: "s1", Client: "alice", RequestID: "7", Tool: mcp.ToolCharge, OrderID: "o-1",
 		AmountCents: 5, IdempotencyKey: "k"}, charge)
 }
 
@@ -220,7 +220,7 @@ func TestChattyRecordsWhatTheHostReports(t *testing.T) {
 		assert.EqualValues(t, i+1, e.Seq)
 		assert.EqualValues(t, 101+i, e.EventID)
 		assert.Equal(t, "post-1", e.Stream)
-		assert.Equal(t, mcpwire.ToolChatty, e.Tool)
+		assert.Equal(t, mcp.ToolChatty, e.Tool)
 		assert.Equal(t, "alice", e.Client)
 		assert.Equal(t, "7", e.RequestID)
 	}
@@ -310,7 +310,7 @@ func TestLedgerStampsEveryRecord(t *testing.T) {
 func TestCallRecords(t *testing.T) {
 	assert.Equal(t, "ok", call.Finished(Outcome{}).Reason)
 	f := call.Finished(Outcome{IsError: true, Reason: "cancelled", Detail: "note"})
-	assert.Equal(t, sideeffects.Record{Kind: sideeffects.KindCallFinished, Tool: mcpwire.ToolCharge, OrderID: "o-1",
+	assert.Equal(t, sideeffects.Record{Kind: sideeffects.KindCallFinished, Tool: mcp.ToolCharge, OrderID: "o-1",
 		Session: "s1", Client: "alice", RequestID: "7", IsError: true, Reason: "cancelled", Detail: "note"}, f)
 	w := call.ResultWritten("post-1", 9, true)
 	assert.Equal(t, sideeffects.KindResultWritten, w.Kind)

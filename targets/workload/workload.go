@@ -17,7 +17,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/internal/runclock"
 	"github.com/chaosrun/chaosrun/targets/history"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Call is one tools/call a client makes. Duration is already scaled: it is
@@ -54,9 +54,9 @@ func (c Call) IsIdempotent() bool {
 		return *c.Idempotent
 	}
 	switch c.Tool {
-	case mcpwire.ToolChatty:
+	case mcp.ToolChatty:
 		return true
-	case mcpwire.ToolCharge:
+	case mcp.ToolCharge:
 	default:
 		return false
 	}
@@ -72,12 +72,12 @@ func (c Call) Arguments() (json.RawMessage, error) {
 		args[k] = c.fill(v)
 	}
 	switch c.Tool {
-	case mcpwire.ToolCharge:
+	case mcp.ToolCharge:
 		args["order_id"] = c.OrderID()
 		if c.Duration > 0 {
 			args["duration_ms"] = c.Duration.Milliseconds()
 		}
-	case mcpwire.ToolChatty:
+	case mcp.ToolChatty:
 		n, err := events(args["events"])
 		if err != nil {
 			return nil, fmt.Errorf("call %s: %w", c.ID, err)

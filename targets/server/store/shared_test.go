@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // memJournal is a Shared journal in memory, one per deployment; each
@@ -80,7 +80,7 @@ func TestSharedJournalLetsAnotherReplicaResume(t *testing.T) {
 
 	ss, err := a.CreateSession(SessionInfo{ID: "sA", Version: "2025-11-25", Created: time.Now()})
 	require.NoError(t, err)
-	req := Request{ID: json.RawMessage(`2`), Method: "tools/call", Tool: mcpwire.ToolCharge}
+	req := Request{ID: json.RawMessage(`2`), Method: "tools/call", Tool: mcp.ToolCharge}
 	st, err := ss.OpenStream(KindSSE, []Request{req})
 	require.NoError(t, err)
 	_, err = ss.Append(st, json.RawMessage(`{"progress":1}`), "", nil)
@@ -111,7 +111,7 @@ func TestSharedJournalPendingIsTheOwnersOnly(t *testing.T) {
 	a := openReplica(t, j, "server-1")
 	ss, err := a.CreateSession(SessionInfo{ID: "sA", Created: time.Now()})
 	require.NoError(t, err)
-	_, err = ss.OpenStream(KindSSE, []Request{{ID: json.RawMessage(`2`), Method: "tools/call", Tool: mcpwire.ToolCharge}})
+	_, err = ss.OpenStream(KindSSE, []Request{{ID: json.RawMessage(`2`), Method: "tools/call", Tool: mcp.ToolCharge}})
 	require.NoError(t, err)
 
 	tests := []struct {

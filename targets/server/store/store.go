@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/chaosrun/chaosrun/internal/appendlog"
-	"github.com/chaosrun/chaosrun/targets/mcpwire"
+	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
 // Errors callers branch on.
@@ -82,8 +82,8 @@ type Request struct {
 	OrderID string          `json:"order_id,omitempty"`
 }
 
-// Key is the request id in canonical text form (see [mcpwire.IDString]).
-func (r Request) Key() string { return mcpwire.IDString(r.ID) }
+// Key is the request id in canonical text form (see [mcp.IDString]).
+func (r Request) Key() string { return mcp.IDString(r.ID) }
 
 // Event is one entry of a session's log. Data is nil for a priming event.
 type Event struct {

@@ -94,9 +94,12 @@ type Finding struct {
 	// Original and Minimal describe the schedules.
 	Original []string `json:"original"`
 	Minimal  []string `json:"minimal"`
-	// ShrinkSteps counts the accepted steps, ShrinkRuns the runs spent.
+	// ShrinkSteps counts the accepted steps, ShrinkRuns the runs spent;
+	// BackedOff the steps given back because the file they made did not
+	// reproduce every time.
 	ShrinkSteps int `json:"shrink_steps"`
 	ShrinkRuns  int `json:"shrink_runs"`
+	BackedOff   int `json:"backed_off,omitempty"`
 	// File is the minimal experiment file; Reproduced how many of
 	// Reproductions runs of it met its expectation.
 	File          string `json:"file"`

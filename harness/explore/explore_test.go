@@ -93,11 +93,7 @@ func TestExploreFindsAndShrinksTheDoubleCharge(t *testing.T) {
 		t.Skip("runs real experiments; skipped with -short")
 	}
 	dir := t.TempDir()
-	shop := filepath.Join(dir, "shop-gosdk")
-	cmd := exec.Command("go", "build", "-o", shop, "../../examples/blackbox/shop-gosdk")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
+	shop := buildShop(t, dir)
 	base := filepath.Join(dir, "naive-shop.yaml")
 	require.NoError(t, os.WriteFile(base, []byte(`name: naive-shop
 description: The naive client places an order at the go-sdk shop.
@@ -142,4 +138,15 @@ func TestHarnessErrorsAreKeptApartByKind(t *testing.T) {
 	assert.Equal(t, a, b)
 	assert.NotEqual(t, a, c)
 	assert.Equal(t, "client did not finish within the deadline of N", c)
+}
+
+// buildShop builds the black-box go-sdk shop into dir and returns its path.
+func buildShop(t *testing.T, dir string) string {
+	t.Helper()
+	shop := filepath.Join(dir, "shop-gosdk")
+	cmd := exec.Command("go", "build", "-o", shop, "../../examples/blackbox/shop-gosdk")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	return shop
 }

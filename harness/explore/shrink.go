@@ -62,7 +62,7 @@ func (e *explorer) shrink(ctx context.Context, f *Finding, s Schedule, n int) er
 		budget = 40
 	}
 	cur := s
-	var last []*lab.Outcome
+	chain := []shrunk{{s: s}}
 	name := fmt.Sprintf("explore-finding-%d", n)
 	for f.ShrinkRuns+k <= budget {
 		accepted := false
@@ -76,7 +76,8 @@ func (e *explorer) shrink(ctx context.Context, f *Finding, s Schedule, n int) er
 			}
 			f.ShrinkRuns += k
 			if ok {
-				cur, last, accepted = c, outs, true
+				cur, accepted = c, true
+				chain = append(chain, shrunk{s: c, outs: outs})
 				f.ShrinkSteps++
 				e.say("[explore] finding %d (%s): shrunk to %s", n, f.Key, describe(cur))
 				break
@@ -86,12 +87,38 @@ func (e *explorer) shrink(ctx context.Context, f *Finding, s Schedule, n int) er
 			break
 		}
 	}
-	f.Minimal = describeAll(cur)
-	for _, o := range last {
-		f.Experiments = append(f.Experiments, o.Folder)
+	// A step kept on K runs may still sit on a knife's edge (a fault timed
+	// to the instant a call goes out): when the minimal file does not
+	// reproduce every time, the shrink backs off to the step before, at
+	// most maxBackOff times, and says so.
+	for {
+		top := chain[len(chain)-1]
+		f.Minimal = describeAll(top.s)
+		if err := e.writeMinimal(ctx, f, top.s, n, top.outs); err != nil {
+			return err
+		}
+		if f.Reproduced == f.Reproductions || len(chain) == 1 || f.BackedOff == maxBackOff {
+			for _, o := range top.outs {
+				f.Experiments = append(f.Experiments, o.Folder)
+			}
+			return nil
+		}
+		e.say("[explore] finding %d (%s): %s reproduced %d of %d; backing off to the step before", n, f.Key, f.File, f.Reproduced, f.Reproductions)
+		chain = chain[:len(chain)-1]
+		f.BackedOff++
 	}
-	return e.writeMinimal(ctx, f, cur, n, last)
 }
+
+// shrunk is one accepted step of a shrink: its schedule, and the runs that
+// kept it.
+type shrunk struct {
+	s    Schedule
+	outs []*lab.Outcome
+}
+
+// maxBackOff bounds how many steps a shrink backs off when its minimal
+// file does not reproduce every time.
+const maxBackOff = 3
 
 // writeMinimal writes the minimal schedule as an experiment file expecting
 // what it found, and runs it Reproduce times.
@@ -125,7 +152,7 @@ func (e *explorer) writeMinimal(ctx context.Context, f *Finding, s Schedule, n i
 	if reps <= 0 {
 		reps = 10
 	}
-	f.Reproductions = reps
+	f.Reproductions, f.Reproduced, f.Timeline = reps, 0, ""
 	expect := x.Expect
 	outs := make([]*lab.Outcome, reps)
 	errs := make([]error, reps)
@@ -184,14 +211,22 @@ func sanitize(s string) string {
 
 // Save writes explore.json and explore.md.
 func (s *Summary) Save(dir string) error {
-	b, err := json.MarshalIndent(s, "", "  ")
+	return save(dir, JSONFile, MarkdownFile, s, s.Markdown())
+}
+
+// save writes a summary as JSON and its Markdown into dir.
+func save(dir, jsonFile, mdFile string, v any, markdown string) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("explore: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, JSONFile), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, jsonFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("explore: %w", err)
 	}
-	return os.WriteFile(filepath.Join(dir, MarkdownFile), []byte(s.Markdown()), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, mdFile), []byte(markdown), 0o644); err != nil {
+		return fmt.Errorf("explore: %w", err)
+	}
+	return nil
 }
 
 // Markdown is the summary a person reads.
@@ -206,11 +241,18 @@ func (s *Summary) Markdown() string {
 	b.WriteString("| finding | first at run | after | shrink steps (runs) | minimal schedule | file | reproduced |\n|---|---:|---:|---:|---|---|---:|\n")
 	for _, f := range s.Findings {
 		rel, _ := filepath.Rel(s.Dir, f.File)
-		fmt.Fprintf(&b, "| %s | %d | %.1fs | %d (%d) | %s | [%s](%s) | %d of %d |\n", f.Key, f.Run, float64(f.AfterMS)/1000,
-			f.ShrinkSteps, f.ShrinkRuns, strings.Join(f.Minimal, "; "), filepath.Base(f.File), filepath.ToSlash(rel), f.Reproduced, f.Reproductions)
+		steps := fmt.Sprintf("%d (%d)", f.ShrinkSteps, f.ShrinkRuns)
+		if f.BackedOff > 0 {
+			steps += fmt.Sprintf(", %d backed off", f.BackedOff)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.1fs | %s | %s | [%s](%s) | %d of %d |\n", f.Key, f.Run, float64(f.AfterMS)/1000,
+			steps, strings.Join(f.Minimal, "; "), filepath.Base(f.File), filepath.ToSlash(rel), f.Reproduced, f.Reproductions)
 	}
 	for _, f := range s.Findings {
 		fmt.Fprintf(&b, "\n## %s\n\nFirst seen in schedule %d: %s.\n\nShrunk to: %s.\n", f.Key, f.Run, strings.Join(f.Original, "; "), strings.Join(f.Minimal, "; "))
+		if f.BackedOff > 0 {
+			fmt.Fprintf(&b, "\nThe shrink backed off %d step(s): the smaller file did not reproduce every time.\n", f.BackedOff)
+		}
 		if f.Timeline != "" {
 			fmt.Fprintf(&b, "\nTimeline of a reproduction: [%s](%s)\n", f.Timeline, f.Timeline)
 		}

@@ -6,7 +6,8 @@
 // the wire, and import nothing of chaosrun but internal:
 //
 //	wire           the record format: encoding, decoding, reading and writing
-//	               files, digests, shares and their merge
+//	               files, digests, shares and their merge; and [Exchanges],
+//	               the one pairing of an edge's records into HTTP exchanges
 //	wire/observer  the tap at both edges of the fault proxy and its
 //	               HTTP/SSE/JSON-RPC parser, which fill the records
 //	wire/mcp       MCP's vocabulary: headers, versions, JSON-RPC messages,
@@ -24,10 +25,12 @@
 // fault did, and either one alone judges an implementation that writes no
 // records of its own: a team's own server or client, in any language.
 //
-// This package defines the format and reads and writes it; the observer
-// fills it, the trigger engine (faults/trigger) watches it as it is
-// written, and the checker (harness/check) joins it with the ledger and the
-// client histories.
+// This package defines the format, reads and writes it, and pairs its
+// records into exchanges; the observer fills it, the trigger engine
+// (faults/trigger) watches it as it is written, and the checker
+// (harness/check) joins it with the ledger and the client histories. Both
+// of those follow exchanges with [Exchanges] and keep what they need of
+// each beside it.
 //
 // # Format
 //
@@ -60,9 +63,9 @@
 //
 // x numbers the requests of one connection from 1; a response, its events and
 // its end carry the number of the request they answer, so (edge, conn, x)
-// names one HTTP exchange. A request is recorded once its body has passed in
-// full; a response once its header has, or, for a body that is not an SSE
-// stream, once that body has too. Informational (1xx) responses other than
+// names one HTTP exchange ([ExchangeKey]). A request is recorded once its
+// body has passed in full; a response once its header has, or, for a body
+// that is not an SSE stream, once that body has too. Informational (1xx) responses other than
 // 101 are not recorded. The observer never holds bytes back to record them: a
 // record is written after the bytes it describes were passed on.
 //

@@ -3,7 +3,6 @@ package trigger
 import (
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"slices"
 	"sync"
@@ -26,16 +25,15 @@ type Engine struct {
 
 	mu    sync.Mutex
 	armed []*armed
-	calls map[exchangeKey]*inflight
-	// ended holds exchanges whose final answer was recorded before their
-	// request: the observer's response direction waits for the request's
-	// record only so long (wire/observer's pairWait), and on a saturated
-	// machine the answer can come first. Such a call is over when its
-	// request arrives.
-	ended  map[exchangeKey]bool
-	healed map[int]int64 // fault index to when it healed
-	timers []*time.Timer
-	closed bool
+	// exchanges pairs the records into exchanges, forgetting each once it
+	// is done and its request was seen (an answer can be recorded before
+	// its request: such a call is over when its request arrives); calls
+	// are the tools/call exchanges among them.
+	exchanges wire.Exchanges
+	calls     map[wire.ExchangeKey]*inflight
+	healed    map[int]int64 // fault index to when it healed
+	timers    []*time.Timer
+	closed    bool
 }
 
 type armed struct {
@@ -44,25 +42,23 @@ type armed struct {
 	fired bool
 }
 
-type exchangeKey struct {
-	edge    wire.Edge
-	conn, x int64
-}
-
 // inflight is a tools/call exchange on one edge, from its request to its
 // final response.
 type inflight struct {
-	tool    string
-	startUS int64
-	n       int64 // wire record of the request
-	events  int   // SSE events with a message so far
-	done    bool
+	x        *wire.Exchange
+	tool     string
+	events   int  // SSE events with a message so far
+	answered bool // an event carried a response
 }
+
+// over reports whether the call got its final response: an event carried
+// one, or the exchange is done.
+func (c *inflight) over() bool { return c.answered || c.x.Done() }
 
 // NewEngine returns an engine that times firings on clock and reports them
 // to fire.
 func NewEngine(clock runclock.Clock, fire func(Firing)) *Engine {
-	return &Engine{clock: clock, fire: fire, calls: map[exchangeKey]*inflight{}, ended: map[exchangeKey]bool{}, healed: map[int]int64{}}
+	return &Engine{clock: clock, fire: fire, calls: map[wire.ExchangeKey]*inflight{}, healed: map[int]int64{}}
 }
 
 // Arm adds a trigger. It evaluates what is observed from now on.
@@ -124,40 +120,26 @@ func (e *Engine) Observe(r *wire.Record) {
 		return
 	}
 	var out []Firing
+	x := e.exchanges.Observe(r)
 	switch r.Kind {
 	case wire.KindRequest:
-		out = e.request(r)
-	case wire.KindResponse:
-		if r.Header == nil || !isSSE(r.Header.ContentType) {
-			e.end(exchangeKey{r.Edge, r.Conn, r.Exchange})
-		}
+		out = e.request(r, x)
 	case wire.KindEvent:
-		out = e.event(r)
-	case wire.KindBodyEnd:
-		e.end(exchangeKey{r.Edge, r.Conn, r.Exchange})
+		out = e.event(r, x)
 	case wire.KindClose:
+		// The close ended the calls of its connection.
 		for k, c := range e.calls {
-			if k.edge == r.Edge && k.conn == r.Conn {
-				c.done = true
+			if c.x.Done() {
+				delete(e.calls, k)
 			}
 		}
-		for k := range e.ended {
-			if k.edge == r.Edge && k.conn == r.Conn {
-				delete(e.ended, k)
-			}
-		}
+	}
+	if x != nil && x.Requested && x.Done() {
+		e.exchanges.Forget(x)
+		delete(e.calls, x.Key)
 	}
 	e.mu.Unlock()
 	e.report(out)
-}
-
-// end marks the exchange k answered in full; the lock is held.
-func (e *Engine) end(k exchangeKey) {
-	if c := e.calls[k]; c != nil {
-		c.done = true
-		return
-	}
-	e.ended[k] = true
 }
 
 func (e *Engine) report(out []Firing) {
@@ -166,13 +148,8 @@ func (e *Engine) report(out []Firing) {
 	}
 }
 
-func isSSE(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == mcp.ContentTypeSSE
-}
-
-// request evaluates a request record; the lock is held.
-func (e *Engine) request(r *wire.Record) []Firing {
+// request evaluates a request record of exchange x; the lock is held.
+func (e *Engine) request(r *wire.Record, x *wire.Exchange) []Firing {
 	var out []Firing
 	var call *wire.Message
 	for i := range r.Messages {
@@ -180,11 +157,9 @@ func (e *Engine) request(r *wire.Record) []Firing {
 			call = m
 		}
 	}
-	if call != nil {
-		k := exchangeKey{r.Edge, r.Conn, r.Exchange}
-		c := &inflight{tool: call.Tool, startUS: r.TUS, n: r.N, done: e.ended[k]}
-		delete(e.ended, k)
-		e.calls[k] = c
+	if call != nil && x != nil {
+		c := &inflight{x: x, tool: call.Tool}
+		e.calls[x.Key] = c
 		e.watchCall(r, c, &out)
 	}
 	for _, a := range e.armed {
@@ -242,8 +217,8 @@ func (e *Engine) watchCall(r *wire.Record, c *inflight, out *[]Firing) {
 		e.timers = append(e.timers, time.AfterFunc(t.After, func() {
 			e.mu.Lock()
 			var later []Firing
-			if !e.closed && !c.done {
-				e.hit(a, c.n, fmt.Sprintf("tools/call %s in flight for %s", c.tool, t.After), &later)
+			if !e.closed && !c.over() {
+				e.hit(a, c.x.N, fmt.Sprintf("tools/call %s in flight for %s", c.tool, t.After), &later)
 			}
 			e.mu.Unlock()
 			e.report(later)
@@ -251,15 +226,18 @@ func (e *Engine) watchCall(r *wire.Record, c *inflight, out *[]Firing) {
 	}
 }
 
-// event evaluates an SSE event record; the lock is held.
-func (e *Engine) event(r *wire.Record) []Firing {
-	c := e.calls[exchangeKey{r.Edge, r.Conn, r.Exchange}]
-	if c == nil || len(r.Messages) == 0 {
+// event evaluates an SSE event record of exchange x; the lock is held.
+func (e *Engine) event(r *wire.Record, x *wire.Exchange) []Firing {
+	if x == nil || len(r.Messages) == 0 {
+		return nil
+	}
+	c := e.calls[x.Key]
+	if c == nil {
 		return nil
 	}
 	c.events++
 	if slices.ContainsFunc(r.Messages, func(m wire.Message) bool { return m.Response }) {
-		c.done = true
+		c.answered = true
 	}
 	var out []Firing
 	for _, a := range e.armed {

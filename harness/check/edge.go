@@ -8,52 +8,63 @@ import (
 	"github.com/chaosrun/chaosrun/wire/mcp"
 )
 
-// edgeReader follows the HTTP exchanges of one edge of the wire and ties
-// each record to the MCP session and call it is about: the session by its
-// Mcp-Session-Id (and the client an initialize named for it), a progress
-// event by its token (a tools/call's _meta.progressToken, or its id, which
-// servers use when there is none), a response by its id, and an event of a
-// GET resumed with Last-Event-ID by the call that event id belonged to when
-// the edge first carried it.
+// edgeReader follows the HTTP exchanges of one edge of the wire (paired by
+// wire.Exchanges) and ties each record to the MCP session and call it is
+// about: the session by its Mcp-Session-Id (and the client an initialize
+// named for it), a progress event by its token (a tools/call's
+// _meta.progressToken, or its id, which servers use when there is none), a
+// response by its id, and an event of a GET resumed with Last-Event-ID by
+// the call that event id belonged to when the edge first carried it.
 type edgeReader struct {
-	exchanges map[exchangeKey]*exchange
+	pairs     wire.Exchanges
+	exchanges map[wire.ExchangeKey]*exchange
 	clientOf  map[string]string            // session to client
 	tokens    map[string]map[string]string // session to progress token to request id
 	streamOf  map[string]map[string]string // session to event id to request id
 }
 
-type exchangeKey struct {
-	conn, x int64
-}
-
-// exchange is one HTTP request on an edge and what it is about.
+// exchange is one HTTP exchange on an edge (its request, answer and end,
+// as wire.Exchanges pairs them) and what it is about.
 type exchange struct {
-	method  string
+	*wire.Exchange
 	session string
 	init    string   // the client name of an initialize request
 	client  string   // the client a request names in its _meta (2026-07-28)
 	calls   []string // request ids of the tools/call requests in the body
 	stream  string   // the request id whose stream the response carries
 	resume  string   // a GET's Last-Event-ID
-	n       int64    // the request's wire record
 }
 
 func newEdgeReader() *edgeReader {
-	return &edgeReader{exchanges: map[exchangeKey]*exchange{}, clientOf: map[string]string{},
+	return &edgeReader{exchanges: map[wire.ExchangeKey]*exchange{}, clientOf: map[string]string{},
 		tokens: map[string]map[string]string{}, streamOf: map[string]map[string]string{}}
 }
 
-// request registers the exchange of a request record, with its tools/call
+// observe follows record r of the edge and returns the exchange it belongs
+// to, registering it at its request; nil for a record of no exchange, or of
+// one whose request was never recorded.
+func (e *edgeReader) observe(r *wire.Record) *exchange {
+	wx := e.pairs.Observe(r)
+	switch {
+	case wx == nil || !wx.Requested:
+		return nil
+	case r.Kind == wire.KindRequest:
+		return e.request(r, wx)
+	}
+	return e.exchanges[wx.Key]
+}
+
+// request registers exchange wx at its request record, with its tools/call
 // messages' progress tokens.
-func (e *edgeReader) request(r *wire.Record) *exchange {
-	x := &exchange{method: r.Method, n: r.N}
+func (e *edgeReader) request(r *wire.Record, wx *wire.Exchange) *exchange {
+	x := &exchange{Exchange: wx}
 	if r.Header != nil {
 		x.session = r.Header.SessionID
 		if r.Method == http.MethodGet {
 			x.resume = r.Header.LastEventID
 		}
 	}
-	e.exchanges[exchangeKey{r.Conn, r.Exchange}] = x
+	e.exchanges[wx.Key] = x
 	if x.resume != "" {
 		x.stream = e.streamOf[x.session][x.resume]
 	}
@@ -75,11 +86,6 @@ func (e *edgeReader) request(r *wire.Record) *exchange {
 		x.stream = x.calls[0]
 	}
 	return x
-}
-
-// exchange returns the exchange a response, event or end belongs to, or nil.
-func (e *edgeReader) exchange(r *wire.Record) *exchange {
-	return e.exchanges[exchangeKey{r.Conn, r.Exchange}]
 }
 
 // opened returns the session a 2xx answer to an initialize opened, the
@@ -134,7 +140,7 @@ func (e *edgeReader) noteEvent(x *exchange, eventID, owner string) {
 // streamLabel names the kind of stream an exchange carries, as ledger
 // records do.
 func streamLabel(x *exchange) string {
-	if x.method == http.MethodGet {
+	if x.Method == http.MethodGet {
 		return "get"
 	}
 	return "post"
@@ -151,18 +157,14 @@ func streamLabel(x *exchange) string {
 // after their request; every other record keeps its place. recs itself is
 // returned when nothing is out of order.
 func inExchangeOrder(recs []wire.Record) []wire.Record {
-	type key struct {
-		edge    wire.Edge
-		conn, x int64
-	}
-	opened := map[key]bool{}
+	opened := map[wire.ExchangeKey]bool{}
 	early := false
 	for i := range recs {
 		r := &recs[i]
 		if r.Exchange == 0 {
 			continue
 		}
-		k := key{r.Edge, r.Conn, r.Exchange}
+		k := r.ExchangeKey()
 		if r.Kind == wire.KindRequest {
 			opened[k] = true
 		} else if !opened[k] {
@@ -175,10 +177,10 @@ func inExchangeOrder(recs []wire.Record) []wire.Record {
 	}
 	clear(opened)
 	out := make([]wire.Record, 0, len(recs))
-	pending := map[key][]wire.Record{}
-	var order []key
+	pending := map[wire.ExchangeKey][]wire.Record{}
+	var order []wire.ExchangeKey
 	for _, r := range recs {
-		k := key{r.Edge, r.Conn, r.Exchange}
+		k := r.ExchangeKey()
 		switch {
 		case r.Exchange == 0 || opened[k]:
 			out = append(out, r)

@@ -146,7 +146,7 @@ type wireCall struct {
 	idem     bool
 	startN   int64
 	startUS  int64
-	x        exchangeKey
+	x        wire.ExchangeKey
 	refused  bool
 	answered bool // its exchange got a response
 	dead     bool // it crossed into a connection whose server process was dead
@@ -154,11 +154,11 @@ type wireCall struct {
 	result   bool
 	resultN  int64
 	resultUS int64
-	resultX  exchangeKey // the exchange that carried the result
-	failed   bool        // the result was an error: the tool stopped short
-	modern   bool        // a 2026-07-28 request: a closed stream cancels it
-	idemKey  string      // the call's idempotency_key argument
-	task     string      // the task the server made of the call, if any
+	resultX  wire.ExchangeKey // the exchange that carried the result
+	failed   bool             // the result was an error: the tool stopped short
+	modern   bool             // a 2026-07-28 request: a closed stream cancels it
+	idemKey  string           // the call's idempotency_key argument
+	task     string           // the task the server made of the call, if any
 }
 
 // ledgerFromWire derives the ledger of the server edge; log is the fault
@@ -178,19 +178,17 @@ func ledgerFromWire(recs []wire.Record, ops Ops, log []faults.Entry, named map[S
 			continue
 		}
 		d.lastN, d.lastUS = max(d.lastN, r.N), max(d.lastUS, r.TUS)
-		switch r.Kind {
-		case wire.KindOpen:
+		x := d.edge.observe(r)
+		switch {
+		case r.Kind == wire.KindOpen:
 			d.opened[r.Conn] = r.TUS
-		case wire.KindRequest:
-			d.request(r)
-		case wire.KindResponse:
-			d.response(r)
-		case wire.KindEvent:
-			d.event(r)
-		case wire.KindBodyEnd:
-			d.events.ended(exchangeKey{r.Conn, r.Exchange}, r)
-		case wire.KindClose:
-			d.events.closed(r)
+		case x == nil:
+		case r.Kind == wire.KindRequest:
+			d.request(r, x)
+		case r.Kind == wire.KindResponse:
+			d.response(r, x)
+		case r.Kind == wire.KindEvent:
+			d.event(r, x)
 		}
 	}
 	d.settle()
@@ -213,9 +211,8 @@ func (d *derivedLedger) addDerived(r *wire.Record, rec sideeffects.Record, from 
 	d.out.derived[id] = from
 }
 
-func (d *derivedLedger) request(r *wire.Record) {
-	x := d.edge.request(r)
-	d.events.request(exchangeKey{r.Conn, r.Exchange}, x, r)
+func (d *derivedLedger) request(r *wire.Record, x *exchange) {
+	d.events.request(x)
 	for i := range r.Messages {
 		if m := &r.Messages[i]; (m.Method == mcp.MethodTasksResult || m.Method == mcp.MethodTasksGet) && m.IsRequest() && m.TaskID != "" {
 			d.fetches[StreamKey{Session: x.session, RequestID: m.ID}] = m.TaskID
@@ -230,7 +227,7 @@ func (d *derivedLedger) request(r *wire.Record) {
 				op, proven = name, true
 			}
 			c := &wireCall{key: key, client: d.edge.client(x), tool: m.Tool, op: op, unproven: !proven,
-				idem: d.ops.Idempotent(m.Tool, m.Args), startN: r.N, startUS: r.TUS, x: exchangeKey{r.Conn, r.Exchange},
+				idem: d.ops.Idempotent(m.Tool, m.Args), startN: r.N, startUS: r.TUS, x: x.Key,
 				modern: r.Header != nil && mcp.ModernVersion(r.Header.ProtocolVersion)}
 			if opened, ok := d.opened[r.Conn]; ok {
 				c.dead = d.killedBetween(opened, r.TUS)
@@ -244,14 +241,9 @@ func (d *derivedLedger) request(r *wire.Record) {
 	}
 }
 
-func (d *derivedLedger) response(r *wire.Record) {
-	x := d.edge.exchange(r)
-	if x == nil {
-		return
-	}
-	d.events.response(exchangeKey{r.Conn, r.Exchange}, r)
+func (d *derivedLedger) response(r *wire.Record, x *exchange) {
 	for _, id := range x.calls {
-		if c := d.calls[StreamKey{Session: x.session, RequestID: id}]; c != nil && c.x == (exchangeKey{r.Conn, r.Exchange}) {
+		if c := d.calls[StreamKey{Session: x.session, RequestID: id}]; c != nil && c.x == x.Key {
 			c.answered = true
 		}
 	}
@@ -264,7 +256,7 @@ func (d *derivedLedger) response(r *wire.Record) {
 			d.closeSession(r, x.session, "gone")
 		}
 		return
-	case x.method == http.MethodDelete && r.Status < 300 && x.session != "":
+	case x.Method == http.MethodDelete && r.Status < 300 && x.session != "":
 		d.closeSession(r, x.session, "deleted")
 		return
 	}
@@ -320,7 +312,7 @@ func (d *derivedLedger) answer(r *wire.Record, x *exchange, m *wire.Message, eve
 		c.refused = true
 		return
 	}
-	c.result, c.failed, c.resultN, c.resultUS, c.resultX = true, m.IsError, r.N, r.TUS, exchangeKey{r.Conn, r.Exchange}
+	c.result, c.failed, c.resultN, c.resultUS, c.resultX = true, m.IsError, r.N, r.TUS, x.Key
 	d.add(r, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: x.session, Client: c.client,
 		RequestID: m.ID, Tool: c.tool, OrderID: c.op, Stream: streamLabel(x), EventID: eventID, IsError: m.IsError})
 }
@@ -343,7 +335,7 @@ func (d *derivedLedger) fetched(r *wire.Record, x *exchange, m *wire.Message, id
 	if m.TaskStatus == mcp.TaskCompleted && m.ResultType != mcp.ResultComplete {
 		return // a 2025-11-25 tasks/get: the status alone, no result
 	}
-	c.result, c.failed, c.resultN, c.resultUS, c.resultX = true, m.IsError, r.N, r.TUS, exchangeKey{r.Conn, r.Exchange}
+	c.result, c.failed, c.resultN, c.resultUS, c.resultX = true, m.IsError, r.N, r.TUS, x.Key
 	d.add(r, sideeffects.Record{Kind: sideeffects.KindResultWritten, Session: c.key.Session, Client: c.client,
 		RequestID: c.key.RequestID, Tool: c.tool, OrderID: c.op, Stream: "task:" + id, EventID: eventID, IsError: m.IsError})
 }
@@ -366,11 +358,7 @@ func turnedAway(code int, carried int) bool {
 	return false
 }
 
-func (d *derivedLedger) event(r *wire.Record) {
-	x := d.edge.exchange(r)
-	if x == nil {
-		return
-	}
+func (d *derivedLedger) event(r *wire.Record, x *exchange) {
 	if r.EventType == mcp.EventClose && x.session != "" {
 		d.closeSession(r, x.session, "terminated")
 		return
@@ -384,11 +372,11 @@ func (d *derivedLedger) event(r *wire.Record) {
 		case m.Response:
 			d.answer(r, x, m, id)
 		case m.Method == mcp.MethodProgress:
-			d.events.progress(StreamKey{Session: x.session, RequestID: owner}, exchangeKey{r.Conn, r.Exchange}, r)
+			d.events.progress(StreamKey{Session: x.session, RequestID: owner}, x.Key, r)
 		}
 	}
 	if len(r.Messages) == 0 || !slices.ContainsFunc(r.Messages, func(m wire.Message) bool { return m.Method == mcp.MethodProgress }) {
-		d.events.other(StreamKey{Session: x.session, RequestID: owner}, exchangeKey{r.Conn, r.Exchange}, r)
+		d.events.other(StreamKey{Session: x.session, RequestID: owner}, x.Key, r)
 	}
 	d.edge.noteEvent(x, r.EventID, owner)
 }

@@ -67,11 +67,11 @@ type derivedHistory struct {
 	ops     Ops
 	edge    *edgeReader
 	out     []history.Record
-	lines   []int64                 // the wire record of each record of out
-	callOf  map[StreamKey]*edgeCall // attempts by stream
-	byOp    map[string]*edgeCall    // the latest attempt of each client's operation
-	lost    map[string]bool         // sessions the client was told are gone
-	streams map[exchangeKey]string  // exchanges awaiting or carrying an unfinished stream, to its request id
+	lines   []int64                     // the wire record of each record of out
+	callOf  map[StreamKey]*edgeCall     // attempts by stream
+	byOp    map[string]*edgeCall        // the latest attempt of each client's operation
+	lost    map[string]bool             // sessions the client was told are gone
+	streams map[wire.ExchangeKey]string // exchanges awaiting or carrying an unfinished stream, to its request id
 	// tasks maps a task id to the call it runs; fetches the requests that
 	// ask about a task (tasks/get, tasks/result) to its id.
 	tasks   map[string]*edgeCall
@@ -113,7 +113,7 @@ func historyFromWire(recs []wire.Record, ops Ops) ([]history.Record, []int64) {
 // deriveHistory reads the client edge of recs; see historyFromWire.
 func deriveHistory(recs []wire.Record, ops Ops) *derivedHistory {
 	d := &derivedHistory{ops: ops, edge: newEdgeReader(), callOf: map[StreamKey]*edgeCall{}, byOp: map[string]*edgeCall{},
-		lost: map[string]bool{}, streams: map[exchangeKey]string{}, requests: map[string]int{}, undistinguished: map[string]bool{},
+		lost: map[string]bool{}, streams: map[wire.ExchangeKey]string{}, requests: map[string]int{}, undistinguished: map[string]bool{},
 		tasks: map[string]*edgeCall{}, fetches: map[StreamKey]string{}, used: map[int64]bool{}}
 	var last wire.Record
 	recs = inExchangeOrder(recs)
@@ -123,17 +123,19 @@ func deriveHistory(recs []wire.Record, ops Ops) *derivedHistory {
 			continue
 		}
 		last = *r
-		switch r.Kind {
-		case wire.KindRequest:
-			d.request(r)
-		case wire.KindResponse:
-			d.response(r)
-		case wire.KindEvent:
-			d.event(r)
-		case wire.KindBodyEnd:
+		x := d.edge.observe(r)
+		switch {
+		case r.Kind == wire.KindBodyEnd:
 			d.ended(r)
-		case wire.KindClose:
+		case r.Kind == wire.KindClose:
 			d.closed(r)
+		case x == nil:
+		case r.Kind == wire.KindRequest:
+			d.request(r, x)
+		case r.Kind == wire.KindResponse:
+			d.response(r, x)
+		case r.Kind == wire.KindEvent:
+			d.event(r, x)
 		}
 	}
 	d.settle(&last)
@@ -146,9 +148,8 @@ func (d *derivedHistory) add(r *wire.Record, h history.Record) {
 	d.lines = append(d.lines, r.N)
 }
 
-func (d *derivedHistory) request(r *wire.Record) {
+func (d *derivedHistory) request(r *wire.Record, x *exchange) {
 	d.used[r.Conn] = true
-	x := d.edge.request(r)
 	client := d.edge.client(x)
 	if x.resume != "" {
 		req := x.stream
@@ -185,7 +186,7 @@ func (d *derivedHistory) request(r *wire.Record) {
 			c.attempt = prev.attempt + 1
 		}
 		d.byOp[client+"\x00"+call], d.callOf[c.key] = c, c
-		d.streams[exchangeKey{r.Conn, r.Exchange}] = m.ID // broken if its connection ends before the response
+		d.streams[x.Key] = m.ID // broken if its connection ends before the response
 		d.add(r, history.Record{Kind: history.KindInvoke, Client: client, Call: call, OrderID: op, Tool: m.Tool,
 			Session: x.session, RequestID: m.ID, Attempt: c.attempt})
 	}
@@ -200,11 +201,7 @@ func (d *derivedHistory) callName(session, req string) string {
 	return ""
 }
 
-func (d *derivedHistory) response(r *wire.Record) {
-	x := d.edge.exchange(r)
-	if x == nil {
-		return
-	}
+func (d *derivedHistory) response(r *wire.Record, x *exchange) {
 	client := d.edge.client(x)
 	if id, ok := d.edge.opened(r, x); ok {
 		protocol := ""
@@ -221,12 +218,12 @@ func (d *derivedHistory) response(r *wire.Record) {
 		d.add(r, history.Record{Kind: history.KindSessionLost, Client: client, Session: x.session, Reason: "status_404"})
 		d.tell(x.session, "")
 	}
-	k := exchangeKey{r.Conn, r.Exchange}
+	k := x.Key
 	if r.Status >= 500 && x.stream != "" {
 		d.streams[k] = x.stream
 		d.breakStream(r, k, "status_"+strconv.Itoa(r.Status), "answered "+strconv.Itoa(r.Status)+" in place of the call's answer")
 	}
-	if r.Status >= 400 || r.Header == nil || !isEventStream(r.Header.ContentType) || x.stream == "" {
+	if r.Status >= 400 || !x.SSE || x.stream == "" {
 		delete(d.streams, k) // answered: a JSON body, or an error, came whole
 	} else {
 		d.streams[k] = x.stream
@@ -345,11 +342,7 @@ func (d *derivedHistory) outcome(r *wire.Record, c *edgeCall, session string, m 
 		EventID: eventID, Result: history.ResultRead, Reason: m.ErrorMessage})
 }
 
-func (d *derivedHistory) event(r *wire.Record) {
-	x := d.edge.exchange(r)
-	if x == nil {
-		return
-	}
+func (d *derivedHistory) event(r *wire.Record, x *exchange) {
 	client := d.edge.client(x)
 	if r.EventType == mcp.EventClose && x.session != "" && !d.lost[x.session] {
 		d.lost[x.session] = true
@@ -365,7 +358,7 @@ func (d *derivedHistory) event(r *wire.Record) {
 		switch {
 		case m.Response:
 			d.answer(r, x, m, id)
-			delete(d.streams, exchangeKey{r.Conn, r.Exchange})
+			delete(d.streams, x.Key)
 		case m.Method == mcp.MethodProgress:
 			// Seq is the progress number when it is a whole one, as a
 			// ledger that counts events 1, 2, 3 numbers them; the wire's
@@ -388,7 +381,7 @@ func (d *derivedHistory) event(r *wire.Record) {
 // call's response came: to an MCP client that is a stream that broke (a
 // server draining for a restart ends its streams so).
 func (d *derivedHistory) ended(r *wire.Record) {
-	k := exchangeKey{r.Conn, r.Exchange}
+	k := r.ExchangeKey()
 	if _, open := d.streams[k]; open {
 		d.breakStream(r, k, "eof", "the stream ended before its response")
 	}
@@ -397,13 +390,13 @@ func (d *derivedHistory) ended(r *wire.Record) {
 // closed records a break for every stream the connection carried
 // unfinished.
 func (d *derivedHistory) closed(r *wire.Record) {
-	keys := slices.SortedFunc(func(yield func(exchangeKey) bool) {
+	keys := slices.SortedFunc(func(yield func(wire.ExchangeKey) bool) {
 		for k := range d.streams {
-			if k.conn == r.Conn && !yield(k) {
+			if k.Conn == r.Conn && !yield(k) {
 				return
 			}
 		}
-	}, func(a, b exchangeKey) int { return cmp.Compare(a.x, b.x) })
+	}, func(a, b wire.ExchangeKey) int { return cmp.Compare(a.X, b.X) })
 	reason := "error"
 	switch r.End {
 	case wire.EndRST:
@@ -442,7 +435,7 @@ func (d *derivedHistory) cutEmpty(r *wire.Record, reason string) {
 }
 
 // breakStream records the break of the unfinished stream of exchange k.
-func (d *derivedHistory) breakStream(r *wire.Record, k exchangeKey, reason, detail string) {
+func (d *derivedHistory) breakStream(r *wire.Record, k wire.ExchangeKey, reason, detail string) {
 	req := d.streams[k]
 	delete(d.streams, k)
 	x := d.edge.exchanges[k]
@@ -469,8 +462,4 @@ func (d *derivedHistory) settle(last *wire.Record) {
 		d.add(last, history.Record{Kind: history.KindUnknown, Client: c.client, Call: c.call, OrderID: c.order,
 			Session: c.key.Session, RequestID: c.key.RequestID, Reason: "the server said its answer is lost"})
 	}
-}
-
-func isEventStream(contentType string) bool {
-	return len(contentType) >= len(mcp.ContentTypeSSE) && contentType[:len(mcp.ContentTypeSSE)] == mcp.ContentTypeSSE
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -52,67 +51,39 @@ import (
 // it.
 type edgeEvent struct {
 	n, tus   int64
-	x        exchangeKey
+	x        wire.ExchangeKey
 	raw      string // the id as sent; "" for none
 	num      int64  // its number (mcp.EventNumber); 0 for none
 	progress bool   // a notifications/progress
 }
 
-// edgeExchange is what the event accounting keeps of one HTTP exchange of
-// the server edge.
-type edgeExchange struct {
-	session string
-	stream  string // the request id of the call whose stream it carries
-	method  string
-	startUS int64
-	endUS   int64 // when its body or connection ended; MaxInt64 while open
-	sse     bool
-}
-
-// eventLog gathers the events of every call stream of the server edge.
+// eventLog gathers the events of every call stream of the server edge, and
+// the exchanges of each session: when one started (its request) and ended
+// (its stream's end, or its connection's close), and whether it was an
+// event stream, as wire.Exchanges pairs them.
 type eventLog struct {
 	streams   map[StreamKey][]edgeEvent
-	exchanges map[exchangeKey]*edgeExchange
-	bySession map[string][]exchangeKey
+	exchanges map[wire.ExchangeKey]*exchange
+	bySession map[string][]wire.ExchangeKey
 }
 
 func newEventLog() *eventLog {
-	return &eventLog{streams: map[StreamKey][]edgeEvent{}, exchanges: map[exchangeKey]*edgeExchange{}, bySession: map[string][]exchangeKey{}}
+	return &eventLog{streams: map[StreamKey][]edgeEvent{}, exchanges: map[wire.ExchangeKey]*exchange{}, bySession: map[string][]wire.ExchangeKey{}}
 }
 
-func (l *eventLog) request(k exchangeKey, x *exchange, r *wire.Record) {
-	l.exchanges[k] = &edgeExchange{session: x.session, stream: x.stream, method: x.method, startUS: r.TUS, endUS: math.MaxInt64}
-	l.bySession[x.session] = append(l.bySession[x.session], k)
+func (l *eventLog) request(x *exchange) {
+	l.exchanges[x.Key] = x
+	l.bySession[x.session] = append(l.bySession[x.session], x.Key)
 }
 
-func (l *eventLog) response(k exchangeKey, r *wire.Record) {
-	if x := l.exchanges[k]; x != nil && r.Header != nil && isEventStream(r.Header.ContentType) {
-		x.sse = true
-	}
-}
-
-func (l *eventLog) ended(k exchangeKey, r *wire.Record) {
-	if x := l.exchanges[k]; x != nil && x.endUS == math.MaxInt64 {
-		x.endUS = r.TUS
-	}
-}
-
-func (l *eventLog) closed(r *wire.Record) {
-	for k, x := range l.exchanges {
-		if k.conn == r.Conn && x.endUS == math.MaxInt64 {
-			x.endUS = r.TUS
-		}
-	}
-}
-
-func (l *eventLog) progress(key StreamKey, k exchangeKey, r *wire.Record) {
+func (l *eventLog) progress(key StreamKey, k wire.ExchangeKey, r *wire.Record) {
 	l.streams[key] = append(l.streams[key], edgeEvent{n: r.N, tus: r.TUS, x: k, raw: r.EventID, num: mcp.EventNumber(r.EventID), progress: true})
 }
 
 // other keeps an event with an id that is not a progress notification
 // (a priming event, a result, a log message): its id counts in telling
 // whether the stream's ids are dense.
-func (l *eventLog) other(key StreamKey, k exchangeKey, r *wire.Record) {
+func (l *eventLog) other(key StreamKey, k wire.ExchangeKey, r *wire.Record) {
 	if r.EventID == "" || key.RequestID == "" {
 		return
 	}
@@ -210,9 +181,9 @@ func (d *derivedLedger) settleEvents(c *wireCall) {
 }
 
 // label names the kind of stream an exchange is, as ledger records do.
-func (l *eventLog) label(k exchangeKey) string {
-	if x := l.exchanges[k]; x != nil && x.method == http.MethodGet {
-		return "get"
+func (l *eventLog) label(k wire.ExchangeKey) string {
+	if x := l.exchanges[k]; x != nil {
+		return streamLabel(x)
 	}
 	return "post"
 }
@@ -227,7 +198,7 @@ func (d *derivedLedger) sight(c *wireCall, evs []edgeEvent, carried, numbered bo
 	}
 	when := "before its result crossed the server edge"
 	if len(breaks) > 0 {
-		s.BrokeUS = d.events.exchanges[breaks[0]].endUS
+		s.BrokeUS = d.events.exchanges[breaks[0]].EndUS
 		for _, e := range evs {
 			if e.x == breaks[0] {
 				s.BrokeN = max(s.BrokeN, e.n)
@@ -260,18 +231,18 @@ func (d *derivedLedger) sight(c *wireCall, evs []edgeEvent, carried, numbered bo
 
 // breaks lists the exchanges that carried call c's stream and ended before
 // its result crossed, in the order they started.
-func (d *derivedLedger) breaks(c *wireCall) []exchangeKey {
-	var out []exchangeKey
+func (d *derivedLedger) breaks(c *wireCall) []wire.ExchangeKey {
+	var out []wire.ExchangeKey
 	for _, k := range d.events.bySession[c.key.Session] {
 		x := d.events.exchanges[k]
-		carries := k == c.x || x.method == http.MethodGet && x.stream == c.key.RequestID
-		if !carries || c.result && c.resultX == k || x.endUS == math.MaxInt64 {
+		carries := k == c.x || x.Method == http.MethodGet && x.stream == c.key.RequestID
+		if !carries || c.result && c.resultX == k || !x.Ended {
 			continue
 		}
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b exchangeKey) int {
-		return cmp.Or(cmp.Compare(d.events.exchanges[a].startUS, d.events.exchanges[b].startUS), cmp.Compare(a.conn, b.conn), cmp.Compare(a.x, b.x))
+	slices.SortFunc(out, func(a, b wire.ExchangeKey) int {
+		return cmp.Or(cmp.Compare(d.events.exchanges[a].TUS, d.events.exchanges[b].TUS), cmp.Compare(a.Conn, b.Conn), cmp.Compare(a.X, b.X))
 	})
 	return out
 }
@@ -294,7 +265,7 @@ func (d *derivedLedger) proveGaps(c *wireCall, evs []edgeEvent) string {
 	var skips []skip
 	carried := map[int64]bool{}
 	var top edgeEvent // the event with the highest id carried so far
-	prev := exchangeKey{-1, -1}
+	prev := wire.ExchangeKey{Conn: -1, X: -1}
 	for _, e := range evs {
 		if e.num == 0 {
 			continue
@@ -404,10 +375,10 @@ func (d *derivedLedger) aloneIn(c *wireCall, fromUS, toUS, from, to int64) strin
 	}
 	for _, k := range d.events.bySession[c.key.Session] {
 		x := d.events.exchanges[k]
-		if x.stream == c.key.RequestID || !x.sse || x.startUS > toUS || x.endUS < fromUS {
+		if x.stream == c.key.RequestID || !x.SSE || x.TUS > toUS || x.Ended && x.EndUS < fromUS {
 			continue
 		}
-		return fmt.Sprintf("another event stream of the session (%s) was open while the ids were skipped", strings.ToUpper(x.method))
+		return fmt.Sprintf("another event stream of the session (%s) was open while the ids were skipped", strings.ToUpper(x.Method))
 	}
 	for _, key := range d.order {
 		o := d.calls[key]

@@ -1,6 +1,9 @@
 package mcp
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Header names of the Streamable HTTP transport.
 const (
@@ -14,6 +17,14 @@ const (
 	ContentTypeJSON = "application/json"
 	ContentTypeSSE  = "text/event-stream"
 )
+
+// HasMediaType reports whether a Content-Type value names media type mt:
+// its part before any parameter, without spaces, compared as HTTP compares
+// media types, in any case. It allocates nothing.
+func HasMediaType(contentType, mt string) bool {
+	v, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(v), mt)
+}
 
 // Protocol versions of the Streamable HTTP transport.
 const (

@@ -195,13 +195,6 @@ func (f *fields) header() *wire.Header {
 	return &h
 }
 
-// mediaType reports whether the Content-Type's media type (before any
-// parameter) is mt, case-insensitively.
-func (f *fields) mediaType(mt string) bool {
-	v, _, _ := strings.Cut(f.hdr.ContentType, ";")
-	return strings.EqualFold(strings.TrimSpace(v), mt)
-}
-
 // fold reports whether b equals s in ASCII case-insensitive comparison.
 func fold(b []byte, s string) bool {
 	if len(b) != len(s) {

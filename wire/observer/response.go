@@ -94,13 +94,13 @@ func (p *responseParser) headDone() {
 	}
 	p.state = inBody
 	p.body.reset(mode, length)
-	if p.f.mediaType(mcp.ContentTypeSSE) {
+	if mcp.HasMediaType(p.f.hdr.ContentType, mcp.ContentTypeSSE) {
 		p.record("")
 		p.sse = newSSE(p.out, p.x)
 		return
 	}
 	switch {
-	case p.f.mediaType(mcp.ContentTypeJSON):
+	case mcp.HasMediaType(p.f.hdr.ContentType, mcp.ContentTypeJSON):
 		p.keep = MaxBodyBytes
 	case p.status >= 400:
 		p.keep = wire.MaxErrorBody

@@ -46,7 +46,7 @@ type Accounts struct {
 	// NameForks are forks among sessions whose client is known only by the
 	// name it gave in initialize (no history of the client's own claims
 	// them): two processes, or two workers, may share one name.
-	NameForks    []Fork
+	NameForks []Fork
 	// StoppedForks are forks the wire cannot prove: the server was stopped
 	// (crashed or restarted) after the earlier session was last seen
 	// alive and before the new one opened, so the earlier may have died

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -85,64 +86,81 @@ func (f *exploreFlags) run(cmd *cobra.Command, base string) error {
 	if f.parallel < 1 || f.repeats < 1 || f.reproduce < 0 {
 		return withCode(exitInvalid, errors.New("--parallel and --repeats must be at least 1, --reproduce at least 0"))
 	}
+	factory, out, err := f.start("explore")
+	if err != nil {
+		return err
+	}
+	o := explore.Options{Base: base, Runs: f.runs, For: f.forTime, Bounds: f.bounds(), Repeats: f.repeats, ShrinkRuns: f.shrinkRuns,
+		Reproduce: f.reproduce, Parallel: f.parallel, NewRuntime: factory, RuntimeName: "local", Out: out, Seed: f.seedOf(cmd), Progress: f.progress(cmd)}
+	sum, err := explore.Run(cmd.Context(), o)
+	if err != nil {
+		return failed(err)
+	}
+	return done(cmd, sum.Markdown(), "explore", sum.Dir, len(sum.Findings), "minimal files in "+filepath.Join(sum.Dir, explore.FindingsDir))
+}
+
+func (f *exploreFlags) runSoak(cmd *cobra.Command, base string) error {
+	factory, out, err := f.start("soak")
+	if err != nil {
+		return err
+	}
+	o := explore.SoakOptions{Base: base, For: f.soak, Bounds: f.bounds(), NewRuntime: factory, RuntimeName: "local", Out: out,
+		Seed: f.seedOf(cmd), Progress: f.progress(cmd)}
+	sum, err := explore.Soak(cmd.Context(), o)
+	if err != nil {
+		return failed(err)
+	}
+	return done(cmd, sum.Markdown(), "soak", sum.Dir, len(sum.Findings), "see "+filepath.Join(sum.Dir, explore.SoakMarkdownFile))
+}
+
+// start makes the local runtime and a fresh folder, OUT/<prefix>-<time>.
+func (f *exploreFlags) start(prefix string) (harness.RuntimeFactory, string, error) {
 	factory, err := harness.LocalRuntime()
 	if err != nil {
-		return withCode(exitHarness, err)
+		return nil, "", withCode(exitHarness, err)
 	}
-	o := explore.Options{Base: base, Runs: f.runs, For: f.forTime, Bounds: explore.Bounds{Kinds: f.kinds, MaxFaults: f.maxFaults, MaxWindow: f.maxWindow},
-		Repeats: f.repeats, ShrinkRuns: f.shrinkRuns, Reproduce: f.reproduce, Parallel: f.parallel, NewRuntime: factory, RuntimeName: "local",
-		Out: filepath.Join(f.out, "explore-"+time.Now().UTC().Format("20060102-150405"))}
+	out := filepath.Join(f.out, prefix+"-"+time.Now().UTC().Format("20060102-150405"))
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, "", withCode(exitHarness, err)
+	}
+	return factory, out, nil
+}
+
+func (f *exploreFlags) bounds() explore.Bounds {
+	return explore.Bounds{Kinds: f.kinds, MaxFaults: f.maxFaults, MaxWindow: f.maxWindow}
+}
+
+// seedOf is --seed when given, else nil: the file's seed.
+func (f *exploreFlags) seedOf(cmd *cobra.Command) *int64 {
 	if cmd.Flags().Changed("seed") {
-		o.Seed = &f.seed
-	}
-	if !f.quiet {
-		o.Progress = cmd.ErrOrStderr()
-	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return withCode(exitHarness, err)
-	}
-	sum, err := explore.Run(cmd.Context(), o)
-	if errors.Is(err, explore.ErrInput) {
-		return withCode(exitInvalid, err)
-	}
-	if err != nil {
-		return withCode(exitHarness, err)
-	}
-	fmt.Fprint(cmd.OutOrStdout(), sum.Markdown())
-	fmt.Fprintf(cmd.OutOrStdout(), "\nexplore: %s\n", sum.Dir)
-	if len(sum.Findings) > 0 {
-		return withCode(exitNotMet, fmt.Errorf("%d finding(s); minimal files in %s", len(sum.Findings), filepath.Join(sum.Dir, explore.FindingsDir)))
+		return &f.seed
 	}
 	return nil
 }
 
-func (f *exploreFlags) runSoak(cmd *cobra.Command, base string) error {
-	factory, err := harness.LocalRuntime()
-	if err != nil {
-		return withCode(exitHarness, err)
+func (f *exploreFlags) progress(cmd *cobra.Command) io.Writer {
+	if f.quiet {
+		return nil
 	}
-	o := explore.SoakOptions{Base: base, For: f.soak, Bounds: explore.Bounds{Kinds: f.kinds, MaxFaults: f.maxFaults, MaxWindow: f.maxWindow},
-		NewRuntime: factory, RuntimeName: "local", Out: filepath.Join(f.out, "soak-"+time.Now().UTC().Format("20060102-150405"))}
-	if cmd.Flags().Changed("seed") {
-		o.Seed = &f.seed
-	}
-	if !f.quiet {
-		o.Progress = cmd.ErrOrStderr()
-	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return withCode(exitHarness, err)
-	}
-	sum, err := explore.Soak(cmd.Context(), o)
+	return cmd.ErrOrStderr()
+}
+
+// failed gives an exploration's error its exit code: invalid input or a
+// harness failure.
+func failed(err error) error {
 	if errors.Is(err, explore.ErrInput) {
 		return withCode(exitInvalid, err)
 	}
-	if err != nil {
-		return withCode(exitHarness, err)
-	}
-	fmt.Fprint(cmd.OutOrStdout(), sum.Markdown())
-	fmt.Fprintf(cmd.OutOrStdout(), "\nsoak: %s\n", sum.Dir)
-	if len(sum.Findings) > 0 {
-		return withCode(exitNotMet, fmt.Errorf("%d finding(s); see %s", len(sum.Findings), filepath.Join(sum.Dir, explore.SoakMarkdownFile)))
+	return withCode(exitHarness, err)
+}
+
+// done prints a finished exploration's summary and its folder; findings
+// make exit code 1.
+func done(cmd *cobra.Command, markdown, label, dir string, findings int, where string) error {
+	fmt.Fprint(cmd.OutOrStdout(), markdown)
+	fmt.Fprintf(cmd.OutOrStdout(), "\n%s: %s\n", label, dir)
+	if findings > 0 {
+		return withCode(exitNotMet, fmt.Errorf("%d finding(s); %s", findings, where))
 	}
 	return nil
 }

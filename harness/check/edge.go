@@ -198,3 +198,11 @@ func inExchangeOrder(recs []wire.Record) []wire.Record {
 	}
 	return out
 }
+
+// taskHandle reports whether a response message hands the call over to a
+// task (its result comes later, by tasks/get or tasks/result): its result
+// type says so, or, where it names none, it carries a task id and status
+// and no error.
+func taskHandle(m *wire.Message) bool {
+	return m.ResultType == mcpwire.ResultTask || m.ResultType == "" && m.TaskID != "" && m.TaskStatus != "" && m.ErrorCode == 0
+}

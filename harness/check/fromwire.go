@@ -309,7 +309,7 @@ func (d *derivedLedger) answer(r *wire.Record, x *exchange, m *wire.Message, eve
 	if c == nil || c.result || c.task != "" {
 		return
 	}
-	if m.ResultType == mcpwire.ResultTask || m.ResultType == "" && m.TaskID != "" && m.TaskStatus != "" && m.ErrorCode == 0 {
+	if taskHandle(m) {
 		// A task handle: the result comes later, by tasks/get or
 		// tasks/result.
 		c.task = m.TaskID

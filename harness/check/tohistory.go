@@ -290,7 +290,7 @@ func (d *derivedHistory) answer(r *wire.Record, x *exchange, m *wire.Message, ev
 	if c == nil || c.answered || c.task != "" {
 		return
 	}
-	if m.ResultType == mcpwire.ResultTask || m.ResultType == "" && m.TaskID != "" && m.TaskStatus != "" && m.ErrorCode == 0 {
+	if taskHandle(m) {
 		c.task = m.TaskID
 		d.tasks[m.TaskID] = c
 		d.add(r, history.Record{Kind: history.KindTask, Client: c.client, Call: c.call, Session: x.session, RequestID: m.ID, Detail: m.TaskID})

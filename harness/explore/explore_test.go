@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,6 +85,12 @@ explore: {kinds: [reset, partition], max_faults: 2, max_window: 1m}
 	_, _, err = LoadBase(path)
 	require.ErrorIs(t, err, ErrInput)
 	assert.Contains(t, err.Error(), `unknown kind "nope"`)
+
+	missing := filepath.Join(dir, "no-such-server")
+	require.NoError(t, os.WriteFile(path, fmt.Appendf(nil, "name: base\ndescription: x\nserver: {target: command, command: [%s, --addr, \"{addr}\"]}\nworkload: {calls: [{tool: charge, args: {amount_cents: 1}, duration: 1s}]}\nexpect: {verdict: pass}\n", missing), 0o644))
+	_, _, err = LoadBase(path)
+	require.ErrorIs(t, err, ErrInput, "a program that is not there fails every run alike: invalid input, not a finding")
+	assert.Contains(t, err.Error(), "server.command: "+missing+": not found")
 }
 
 // The naive client against the go-sdk shop: the double charge is found
@@ -93,11 +100,7 @@ func TestExploreFindsAndShrinksTheDoubleCharge(t *testing.T) {
 		t.Skip("runs real experiments; skipped with -short")
 	}
 	dir := t.TempDir()
-	shop := filepath.Join(dir, "shop-gosdk")
-	cmd := exec.Command("go", "build", "-o", shop, "../../examples/blackbox/shop-gosdk")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
+	shop := buildShop(t, dir)
 	base := filepath.Join(dir, "naive-shop.yaml")
 	require.NoError(t, os.WriteFile(base, []byte(`name: naive-shop
 description: The naive client places an order at the go-sdk shop.
@@ -142,4 +145,15 @@ func TestHarnessErrorsAreKeptApartByKind(t *testing.T) {
 	assert.Equal(t, a, b)
 	assert.NotEqual(t, a, c)
 	assert.Equal(t, "client did not finish within the deadline of N", c)
+}
+
+// buildShop builds the black-box go-sdk shop into dir and returns its path.
+func buildShop(t *testing.T, dir string) string {
+	t.Helper()
+	shop := filepath.Join(dir, "shop-gosdk")
+	cmd := exec.Command("go", "build", "-o", shop, "../../examples/blackbox/shop-gosdk")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	return shop
 }

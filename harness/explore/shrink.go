@@ -211,14 +211,22 @@ func sanitize(s string) string {
 
 // Save writes explore.json and explore.md.
 func (s *Summary) Save(dir string) error {
-	b, err := json.MarshalIndent(s, "", "  ")
+	return save(dir, JSONFile, MarkdownFile, s, s.Markdown())
+}
+
+// save writes a summary as JSON and its Markdown into dir.
+func save(dir, jsonFile, mdFile string, v any, markdown string) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("explore: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, JSONFile), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, jsonFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("explore: %w", err)
 	}
-	return os.WriteFile(filepath.Join(dir, MarkdownFile), []byte(s.Markdown()), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, mdFile), []byte(markdown), 0o644); err != nil {
+		return fmt.Errorf("explore: %w", err)
+	}
+	return nil
 }
 
 // Markdown is the summary a person reads.

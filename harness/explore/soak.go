@@ -3,7 +3,6 @@ package explore
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -354,14 +353,7 @@ func seconds(us int64) string { return fmt.Sprintf("%.1fs", float64(us)/1e6) }
 
 // Save writes soak.json and soak.md into dir.
 func (s *SoakSummary) Save(dir string) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return fmt.Errorf("soak: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, SoakJSONFile), append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("soak: %w", err)
-	}
-	return os.WriteFile(filepath.Join(dir, SoakMarkdownFile), []byte(s.Markdown()), 0o644)
+	return save(dir, SoakJSONFile, SoakMarkdownFile, s, s.Markdown())
 }
 
 // Markdown is the soak's report.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -171,11 +170,7 @@ func TestSoakFindsAnUnboundedCache(t *testing.T) {
 		t.Skip("runs two 20-second soaks")
 	}
 	dir := t.TempDir()
-	shop := filepath.Join(dir, "shop-gosdk")
-	cmd := exec.Command("go", "build", "-o", shop, "../../examples/blackbox/shop-gosdk")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
+	shop := buildShop(t, dir)
 	for _, tc := range []struct {
 		receiptKiB int
 		leak       bool

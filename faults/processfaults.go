@@ -10,15 +10,15 @@ import (
 	"github.com/chaosrun/chaosrun/internal/field"
 )
 
-// Roles of the agents a process fault can target. The proxy is not one:
-// it holds the fault state itself. balancer (nginx, HAProxy) and redis
-// (event_store: redis) are processes the runner starts besides the agents;
-// a graceful restart of the balancer drains it (nginx's SIGQUIT, HAProxy's
-// soft stop) before it starts again.
-var roles = []string{"server", "client", "ledger", "balancer", "redis"}
+// Roles are the values of a process fault's role: the agents it can
+// target. The proxy is not one: it holds the fault state itself. balancer
+// (nginx, HAProxy) and redis (event_store: redis) are processes the runner
+// starts besides the agents; a graceful restart of the balancer drains it
+// (nginx's SIGQUIT, HAProxy's soft stop) before it starts again.
+var Roles = []string{"server", "client", "ledger", "balancer", "redis"}
 
 func validRole(role string) error {
-	return oneOf("role", role, roles...)
+	return oneOf("role", role, Roles...)
 }
 
 // validTarget requires a known role and a replica only of the server.

@@ -81,6 +81,6 @@ Exit codes: 0 every expectation met, 1 some not met, 2 inconclusive, 3 invalid i
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newValidateCmd(), newListCmd(), newReportCmd(), newMatrixCmd(), newMergeCmd(), newProbeCmd(), newExploreCmd(), roles.Command(), newVersionCmd(), newCleanCmd())
+	root.AddCommand(newRunCmd(), newValidateCmd(), newListCmd(), newReportCmd(), newMatrixCmd(), newMergeCmd(), newProbeCmd(), newExploreCmd(), roles.Command(), newVersionCmd(), newCleanCmd(), newSchemaCmd())
 	return root
 }

@@ -177,6 +177,17 @@ func TestVersion(t *testing.T) {
 	assert.Contains(t, out, "chaosrun ")
 }
 
+// TestSchemaPrintsThePublishedSchema: chaosrun schema prints what
+// docs/experiment.schema.json holds, so a user can regenerate the file for
+// the chaosrun they run.
+func TestSchemaPrintsThePublishedSchema(t *testing.T) {
+	code, out, stderr := chaosrun(t, "schema")
+	require.Equal(t, exitMet, code, stderr)
+	published, err := os.ReadFile("../../docs/experiment.schema.json")
+	require.NoError(t, err)
+	assert.Equal(t, string(published), out)
+}
+
 // children lists the live processes whose parent is this test process.
 func children(t *testing.T) []string {
 	t.Helper()

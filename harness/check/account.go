@@ -46,7 +46,12 @@ type Accounts struct {
 	// NameForks are forks among sessions whose client is known only by the
 	// name it gave in initialize (no history of the client's own claims
 	// them): two processes, or two workers, may share one name.
-	NameForks    []Fork
+	NameForks []Fork
+	// StoppedForks are forks the wire cannot prove: the server was stopped
+	// (crashed or restarted) after the earlier session was last seen
+	// alive and before the new one opened, so the earlier may have died
+	// with it (sessions kept in memory) or not (a durable store).
+	StoppedForks []StoppedFork
 	Results      int                      // streams with a result written
 	Orphaned     []Orphan                 // results nobody read, by N
 	Calls        []Call                   // in the order of their first invoke
@@ -207,6 +212,28 @@ type SessionSpan struct {
 	Claimed bool
 }
 
+// StoppedFork is a fork in doubt, and when the server was stopped.
+type StoppedFork struct {
+	Fork
+	StoppedUS int64
+}
+
+// inDoubt splits forks read from the wire into those it proves and those
+// a server stop leaves in doubt (see Accounts.StoppedForks). Of an account
+// that is not the wire's, every fork is proven.
+func (w *wireLedger) inDoubt(all []Fork) (proven []Fork, doubt []StoppedFork) {
+	for _, f := range all {
+		if w != nil {
+			if k := w.stoppedBetween(f.Live.ID, f.Live.OpenedUS, f.New.OpenedUS); k >= 0 {
+				doubt = append(doubt, StoppedFork{Fork: f, StoppedUS: k})
+				continue
+			}
+		}
+		proven = append(proven, f)
+	}
+	return proven, doubt
+}
+
 // Fork is a session opened for a logical client while another session of
 // the same client was still live, both of them held (claimed) by it.
 type Fork struct {
@@ -340,9 +367,9 @@ func account(ledger []sideeffects.Record, hist []history.Record, o accountOpts) 
 	out.Streams, out.Events, out.DerivedEvents = a.streamAccounts()
 	out.Sessions = a.sessionList()
 	if o.own {
-		out.Forks = forks(out.Sessions)
+		out.Forks, out.StoppedForks = o.wire.inDoubt(forks(out.Sessions))
 	} else {
-		out.NameForks = forks(out.Sessions)
+		out.NameForks, out.StoppedForks = o.wire.inDoubt(forks(out.Sessions))
 	}
 	out.Orphaned = a.orphans()
 	out.Calls, out.BlindRetries = a.callAccounts(hist)

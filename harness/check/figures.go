@@ -150,7 +150,7 @@ func figures(in Input, order []int, acc *Accounts) Figures {
 		EventsLostSurfaced:  int64(acc.Events.LostSurfaced),
 		EventsUnread:        int64(acc.Events.Unread),
 		Sessions:            int64(len(acc.Sessions)),
-		Forks:               int64(len(acc.Forks) + len(acc.NameForks)),
+		Forks:               int64(len(acc.Forks) + len(acc.NameForks) + len(acc.StoppedForks)),
 		BlindRetries:        int64(len(acc.BlindRetries)),
 		CancelledCommits:    int64(len(acc.CancelledCommits)),
 		CancelledUnsurfaced: int64(unsurfacedCommits(acc.CancelledCommits)),

@@ -104,6 +104,29 @@ type wireLedger struct {
 	sight map[StreamKey]*streamSight
 	// keys places the events of each call stream (see wireevents.go).
 	keys map[StreamKey]*eventKeys
+	// alive holds, per session, when the server answered a request of it
+	// with a success: proofs the server still held it then.
+	alive map[string][]int64
+	// stops is when the server (or a replica) was stopped: a crash or a
+	// restart, which ends the sessions a server keeps in memory and not
+	// those it keeps in a durable store.
+	stops []int64
+}
+
+// stoppedBetween returns when the server was stopped in (from, to] with no
+// success answered for session in [then, to]: the session may have ended
+// then, or outlived the stop in a durable store. It returns -1 when no
+// stop leaves the session in doubt.
+func (w *wireLedger) stoppedBetween(session string, from, to int64) int64 {
+	for _, k := range w.stops {
+		if k <= from || k > to {
+			continue
+		}
+		if !slices.ContainsFunc(w.alive[session], func(t int64) bool { return t >= k && t <= to }) {
+			return k
+		}
+	}
+	return -1
 }
 
 // derivedLedger is the state of one pass over the server edge.
@@ -169,7 +192,7 @@ func ledgerFromWire(recs []wire.Record, ops Ops, log []faults.Entry, named map[S
 		ops: ops, kills: serverKills(log), direct: directKills(log), stopping: restartWindows(log), named: named, edge: newEdgeReader(), calls: map[StreamKey]*wireCall{}, closed: map[string]bool{},
 		opened: map[int64]int64{}, events: newEventLog(), tasks: map[string]*wireCall{}, fetches: map[StreamKey]string{},
 		out: wireLedger{derived: map[string]string{}, uncertain: map[string]string{}, unproven: map[string]bool{},
-			sight: map[StreamKey]*streamSight{}, keys: map[StreamKey]*eventKeys{}},
+			sight: map[StreamKey]*streamSight{}, keys: map[StreamKey]*eventKeys{}, alive: map[string][]int64{}, stops: serverKills(log)},
 	}
 	recs = inExchangeOrder(recs)
 	for i := range recs {
@@ -246,6 +269,9 @@ func (d *derivedLedger) response(r *wire.Record, x *exchange) {
 		if c := d.calls[StreamKey{Session: x.session, RequestID: id}]; c != nil && c.x == x.Key {
 			c.answered = true
 		}
+	}
+	if r.Status < 400 && x.session != "" {
+		d.out.alive[x.session] = append(d.out.alive[x.session], r.TUS)
 	}
 	switch {
 	case r.Status >= 400:

@@ -151,6 +151,14 @@ func noFork(acc *Accounts) Result {
 		return ev.cannotTell(NoSessionFork, fmt.Sprintf("%s opened while another of the same client name was live; the name is all that ties them, and two processes or workers may share one",
 			count(len(acc.NameForks), "session")))
 	}
+	for _, f := range acc.StoppedForks {
+		ev.add("%s: session %s opened at %s; session %s (opened at %s) was last seen alive before the server was stopped at %s",
+			acc.refs([]int64{f.Live.Opened, f.New.Opened}), f.New.ID, seconds(f.New.OpenedUS), f.Live.ID, seconds(f.Live.OpenedUS), seconds(f.StoppedUS))
+	}
+	if len(acc.StoppedForks) > 0 {
+		return ev.cannotTell(NoSessionFork, fmt.Sprintf("%s opened after the server was stopped (crashed or restarted) while an earlier session of the same client was not seen to end: a server that keeps sessions in memory lost it then, one with a durable store did not, and the wire shows neither",
+			count(len(acc.StoppedForks), "session")))
+	}
 	return ev.result(NoSessionFork, true, fmt.Sprintf("%s for %s; no client held two live sessions at once",
 		count(len(acc.Sessions), "session"), count(len(clients), "client")))
 }

@@ -21,6 +21,10 @@ func provenanceOf(in Input, j *Judged, acc *Accounts) map[string]Provenance {
 		p.note("forks", UpperBound, fmt.Sprintf("%s counted among sessions known only by the client name given in initialize: two processes, or workers, may share a name",
 			count(len(acc.NameForks), "fork")))
 	}
+	if len(acc.StoppedForks) > 0 {
+		p.note("forks", UpperBound, fmt.Sprintf("%s counted whose earlier session may have ended when the server was stopped (crashed or restarted), which the wire cannot see",
+			count(len(acc.StoppedForks), "fork")))
+	}
 	if len(acc.PossibleRetries) > 0 {
 		p.note("blind_retries", LowerBound, fmt.Sprintf("%s more repeated operations that only their arguments name, which may have been new calls",
 			count(len(acc.PossibleRetries), "invoke")))

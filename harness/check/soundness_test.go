@@ -243,6 +243,42 @@ func TestSessionsSharingAClientNameAreNoProvenFork(t *testing.T) {
 	assert.Equal(t, Held, fork.Status, fork.Summary)
 }
 
+// A server that was stopped may have taken its sessions with it (kept in
+// memory) or not (a durable store): a client that opens a new session
+// after the stop forked only if the earlier one outlived it, which the
+// wire proves only by a success answered for it after the stop.
+func TestASessionAcrossAServerStopIsNoProvenFork(t *testing.T) {
+	build := func(aliveAfterStop bool) Input {
+		w := &wireLog{}
+		w.at(0).open().post("", initialize("c1")).answer(200, "sA", false, result("1", false))
+		w.at(0.5).post("sA", toolsCall("2", "place_order", `{"order_id":"o1"}`)).answer(200, "", false, result("2", false))
+		if aliveAfterStop {
+			w.at(2.5).post("sA", toolsCall("3", "place_order", `{"order_id":"o2"}`)).answer(200, "", false, result("3", false))
+		}
+		w.at(3).open().post("", initialize("c1")).answer(200, "sB", false, result("1", false))
+		r := newRun().fault("latency", "proxy", 0.1, 0.2)
+		r.in.Faults = append(r.in.Faults, faults.Entry{Index: 1, Kind: faults.KindCrash, Target: "server", StartUS: 2_000_000, EndUS: 2_100_000})
+		r.at(0).clientStart("c1", "fresh").sessionNew("c1", "sA").invoke("c1", "o1", "place_order", "sA", "2", 1)
+		r.at(0.6).outcome(history.KindOK, "c1", "o1", "sA", "2", 0)
+		if aliveAfterStop {
+			r.at(2.5).invoke("c1", "o2", "place_order", "sA", "3", 1).outcome(history.KindOK, "c1", "o2", "sA", "3", 0)
+		}
+		r.at(3).sessionNew("c1", "sB")
+		r.in.Wire, r.in.Ops = mirrored(w.recs), Ops{{Tool: "place_order", Key: "order_id"}}
+		return r.in
+	}
+	v := Judge(build(false))
+	fork, _ := v.Result(NoSessionFork)
+	assert.Equal(t, CannotTell, fork.Status, fork.Summary)
+	assert.Contains(t, fork.Summary, "after the server was stopped")
+	assert.Equal(t, int64(1), v.Figures.Forks)
+	assert.Equal(t, UpperBound, v.Provenance["forks"].Kind)
+
+	v = Judge(build(true))
+	fork, _ = v.Result(NoSessionFork)
+	assert.Equal(t, Violated, fork.Status, "sA answered a call after the stop: it outlived it, and sB forked: %s", fork.Summary)
+}
+
 // A request a latency toxic held until after the server was killed reached
 // a dead process: nothing ran, nothing was charged.
 func TestARequestIntoADeadServerDidNotRun(t *testing.T) {

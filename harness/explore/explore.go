@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -32,6 +33,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness/check"
 	"github.com/chaosrun/chaosrun/harness/lab"
 	"github.com/chaosrun/chaosrun/harness/spec"
+	"github.com/chaosrun/chaosrun/targets"
 	"gopkg.in/yaml.v3"
 )
 
@@ -224,7 +226,31 @@ func LoadBase(path string) (*lab.Experiment, Bounds, error) {
 	}
 	delete(x.Rest, "faults")
 	x.Faults, x.Expect = nil, lab.Expect{}
+	for role, t := range map[string]map[string]any{"server": x.Server, "client": x.Client} {
+		if err := commandFound(t); err != nil {
+			return nil, b, fmt.Errorf("%w: %s: %s.command: %v", ErrInput, path, role, err)
+		}
+	}
 	return &x, b, nil
+}
+
+// commandFound checks that a target of the user's own names a program
+// that can be run here: explore runs on the local runtime, and a program
+// that is not there would fail every run the same way (a harness error to
+// shrink, not a finding).
+func commandFound(target map[string]any) error {
+	if target["target"] != targets.Command {
+		return nil
+	}
+	argv, _ := target["command"].([]any)
+	if len(argv) == 0 {
+		return nil // spec has said what is wrong with it
+	}
+	prog, _ := argv[0].(string)
+	if _, err := exec.LookPath(prog); err != nil {
+		return fmt.Errorf("%s: not found or not executable (build it first)", prog)
+	}
+	return nil
 }
 
 func mustMarshal(n *yaml.Node) []byte {

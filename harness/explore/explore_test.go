@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,6 +85,12 @@ explore: {kinds: [reset, partition], max_faults: 2, max_window: 1m}
 	_, _, err = LoadBase(path)
 	require.ErrorIs(t, err, ErrInput)
 	assert.Contains(t, err.Error(), `unknown kind "nope"`)
+
+	missing := filepath.Join(dir, "no-such-server")
+	require.NoError(t, os.WriteFile(path, fmt.Appendf(nil, "name: base\ndescription: x\nserver: {target: command, command: [%s, --addr, \"{addr}\"]}\nworkload: {calls: [{tool: charge, args: {amount_cents: 1}, duration: 1s}]}\nexpect: {verdict: pass}\n", missing), 0o644))
+	_, _, err = LoadBase(path)
+	require.ErrorIs(t, err, ErrInput, "a program that is not there fails every run alike: invalid input, not a finding")
+	assert.Contains(t, err.Error(), "server.command: "+missing+": not found")
 }
 
 // The naive client against the go-sdk shop: the double charge is found

@@ -121,13 +121,23 @@ func gosdkHTTPClient(lines []string) ClientRecord {
 // longer knew its session (a 404 after the server lost it: an answer to a
 // call made after the fault, not a call the fault caught).
 func brokeInFlight(err string) bool {
-	for _, s := range []string{"session not found", "404", "dial tcp", "connect:", "failed to connect"} {
+	if status404.MatchString(err) {
+		return false
+	}
+	for _, s := range []string{"session not found", "dial tcp", "connect:", "failed to connect"} {
 		if strings.Contains(err, s) {
 			return false
 		}
 	}
 	return noAnswer(err)
 }
+
+// Status codes in an error line, as words: not the digits of a port
+// (":40427") or of another number.
+var (
+	status404 = regexp.MustCompile(`(^|[^\w:.])404($|[^\w.])`)
+	status503 = regexp.MustCompile(`(^|[^\w:.])503($|[^\w.])`)
+)
 
 // noAnswer reports whether a client's error for a call says it got no
 // answer from the server (a transport failure, a timeout, a 404 or 503 in

@@ -70,6 +70,14 @@ func TestGosdkHTTPClient(t *testing.T) {
 2026/12/03 09:18:43 Getting time for each city...
 2026/12/03 09:21:51 Failed to get time for nyc: calling "tools/call": rejected by transport: Post "http://127.0.0.1:36521": dial tcp 127.0.0.1:36521: connect: connection reset by peer`,
 			1, []string{OutcomeFailed}, []bool{false}, false, false},
+		{"cut in flight on a port whose digits hold 404", `
+2026/12/03 13:23:14 Getting time for each city...
+2026/12/03 13:23:14 Failed to get time for nyc: calling "tools/call": sending "tools/call": rejected by transport: Post "http://127.0.0.1:40427": EOF`,
+			1, []string{OutcomeFailed}, []bool{false}, true, false},
+		{"a 404 after the server lost the session", `
+2026/12/03 13:23:14 Getting time for each city...
+2026/12/03 13:23:14 Failed to get time for nyc: calling "tools/call": sending "tools/call": Post "http://127.0.0.1:45031": 404 Not Found`,
+			1, []string{OutcomeFailed}, []bool{false}, false, false},
 		{"dead at connect", `
 2026/12/03 09:23:39 Connecting to MCP server at http://127.0.0.1:45165
 2026/12/03 09:23:39 Failed to connect: calling "initialize": rejected by transport: sending "initialize": Service Unavailable`,

@@ -158,7 +158,10 @@ func faultHit(s ServerRecord, c ClientRecord) Judgement {
 // connection, a timeout), rather than the server's answer (a protocol
 // version it refuses, say), which would have killed it without any fault.
 func diedOfFault(fatal string) bool {
-	for _, s := range []string{"Service Unavailable", "503", "reset", "EOF", "refused", "broken pipe", "deadline exceeded", "timeout"} {
+	if status503.MatchString(fatal) {
+		return true
+	}
+	for _, s := range []string{"Service Unavailable", "reset", "EOF", "refused", "broken pipe", "deadline exceeded", "timeout"} {
 		if strings.Contains(fatal, s) {
 			return true
 		}

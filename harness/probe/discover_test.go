@@ -29,3 +29,20 @@ func TestChooseToolsFromToolsList(t *testing.T) {
 	require.ErrorIs(t, err, ErrInput, "no tool streams a count of things: the user must name one")
 	assert.Contains(t, err.Error(), "--tool")
 }
+
+func TestNextAskRepeatsNearTheBoundThenMovesOut(t *testing.T) {
+	requested := map[int64]int{}
+	var asks []int64
+	for range 9 {
+		a, ok := nextAsk(51, 100, requested)
+		require.True(t, ok)
+		requested[a]++
+		asks = append(asks, a)
+	}
+	assert.Equal(t, []int64{51, 51, 51, 52, 52, 52, 50, 50, 50}, asks, "an ask that missed one too few or too many is worth another run")
+	_, ok := nextAsk(1, 1, map[int64]int{1: maxAsks})
+	assert.False(t, ok, "nothing left to ask")
+	a, ok := nextAsk(100, 100, map[int64]int{100: maxAsks})
+	require.True(t, ok)
+	assert.Equal(t, int64(99), a, "never above the most events a call can leave")
+}

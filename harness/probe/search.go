@@ -139,8 +139,9 @@ func (p *prober) eventSearch(ctx context.Context, rev string, cal *calibration, 
 	resultEvent := base.ResultAsEvent
 	pts := []point{p.pointOf(base, resultEvent)}
 	most := cal.events - 2
-	requested := map[int64]bool{}
-	var offset int64 // what was asked for less what was measured, last time
+	requested := map[int64]int{}
+	var offset int64 // what was asked for less what was measured: the median so far
+	var offsets []int64
 	for len(pts) <= p.limits.SearchRuns {
 		lo, hi := bracket(pts, func(pt point) int64 { return pt.missed })
 		var want int64
@@ -148,7 +149,7 @@ func (p *prober) eventSearch(ctx context.Context, rev string, cal *calibration, 
 		case hi < 0 && lo >= most-1:
 		case hi < 0 && !hasMissed(pts, most):
 			want = most
-		case hi >= 0 && lo < 0 && !requested[1]:
+		case hi >= 0 && lo < 0 && requested[1] == 0:
 			want = 1
 		case hi >= 0 && lo >= 0 && hi-lo > 1:
 			want = (lo + hi) / 2
@@ -156,14 +157,11 @@ func (p *prober) eventSearch(ctx context.Context, rev string, cal *calibration, 
 		if want == 0 {
 			break
 		}
-		ask := min(max(want+offset, 1), most)
-		for requested[ask] && ask < most {
-			ask++
-		}
-		if requested[ask] {
+		ask, ok := nextAsk(min(max(want+offset, 1), most), most, requested)
+		if !ok {
 			break
 		}
-		requested[ask] = true
+		requested[ask]++
 		s, err := p.cutAndResume(ctx, rev, cal, fmt.Sprintf("retention-events-%d", ask), ask, 0)
 		if err != nil {
 			return []Check{cannot("retention-events", checkName["retention-events"], err.Error())}
@@ -172,10 +170,35 @@ func (p *prober) eventSearch(ctx context.Context, rev string, cal *calibration, 
 		pt := p.pointOf(s, resultEvent)
 		pts = append(pts, pt)
 		if pt.kept() || pt.lost() {
-			offset = ask - pt.missed
+			// The median, not the last: on a loaded machine one cut can
+			// land far from where it was asked (13 missed of 53 asked),
+			// and that run must not steer the next.
+			offsets = append(offsets, ask-pt.missed)
+			sorted := slices.Sorted(slices.Values(offsets))
+			offset = sorted[len(sorted)/2]
 		}
 	}
 	return eventFindings(pts, resultEvent)
+}
+
+// maxAsks is how often one number of events left is asked for: what a run
+// misses is that number give or take one or two (how many events the
+// server sends while the cut takes effect), so near the bound the same ask
+// is worth another run.
+const maxAsks = 3
+
+// nextAsk returns the number of events left to ask for: ask, or the
+// nearest to it (one above, one below, two above, ...) asked fewer than
+// maxAsks times; false when none in [1, most] is left.
+func nextAsk(ask, most int64, requested map[int64]int) (int64, bool) {
+	for d := int64(0); d <= most; d++ {
+		for _, a := range []int64{ask + d, ask - d} {
+			if a >= 1 && a <= most && requested[a] < maxAsks {
+				return a, true
+			}
+		}
+	}
+	return 0, false
 }
 
 func hasMissed(pts []point, n int64) bool {

@@ -18,4 +18,8 @@
 // on (faults.Targeted, faults.Controlled), the targets what they speak and
 // need (targets.Server, targets.Needer), a runtime what it runs
 // (agent.Capabilities, CheckRuntime).
+//
+// [Schema] is the JSON Schema of experiment files, for editors: generated
+// from the same types, walked as the loader walks them, with a small
+// hand-written overlay for what the types cannot say (schema_overlay.go).
 package spec

@@ -116,15 +116,17 @@ func (x *Experiment) typeProblems(err error, ps *problems) {
 
 // fieldAt finds the field whose value starts at line and col. Without a
 // column (yaml.v3's type errors give none) it takes, of the fields on
-// line, the one whose value msg quotes ("cannot unmarshal !!str `x`"),
-// then the deepest, then the leftmost: two values on one line of a flow
+// line, the one whose value msg quotes ("cannot unmarshal !!str `x`", a
+// long value shortened), then the deepest, then the leftmost: two values on one line of a flow
 // mapping never leave the choice to map order.
 func (x *Experiment) fieldAt(line, col int, msg string) string {
 	quoted := ""
 	if m := quotedRE.FindStringSubmatch(msg); m != nil {
 		quoted = m[1]
 	}
-	isQuoted := func(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && quoted != "" && n.Value == quoted }
+	isQuoted := func(n *yaml.Node) bool {
+		return n.Kind == yaml.ScalarNode && quoted != "" && (n.Value == quoted || shortened(n.Value, quoted))
+	}
 	best := ""
 	better := func(path string, n *yaml.Node) bool {
 		b := x.nodes[best]
@@ -155,6 +157,13 @@ func (x *Experiment) fieldAt(line, col int, msg string) string {
 }
 
 var quotedRE = regexp.MustCompile("`([^`]*)`")
+
+// shortened says whether q is yaml.v3's quote of the long value v in a type
+// error: its first seven bytes and "..." (yaml.v3 shortens a value of
+// more than ten bytes so).
+func shortened(v, q string) bool {
+	return len(v) > 10 && q == v[:7]+"..."
+}
 
 // at returns the position of a field path, or of its nearest parent that
 // appears in the file (a defaulted field has no node of its own).

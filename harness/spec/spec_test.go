@@ -120,6 +120,8 @@ func TestParseProblemsNameFileLineColumnAndField(t *testing.T) {
 			"faults[0].when.after_heal: a fault cannot wait for its own heal"},
 		{"wrong type beside another value", [2]string{"at: 0s,", "at: 0s, repeat: {every: 1m, count: many},"},
 			"x.yaml:17:61: faults[0].repeat.count: expected an integer, got the text `many`"},
+		{"a long wrong value beside another", [2]string{"at: 0s,", "at: 0s, repeat: {every: 1m, count: a-great-many},"},
+			"x.yaml:17:61: faults[0].repeat.count: expected an integer, got the text `a-great...`"},
 		{"a tool the built-in server lacks", [2]string{"tool: chatty", "tool: hello"},
 			"workload.calls[1].tool: the reference server has only the tools charge and chatty; \"hello\" would be a tool of your own server"},
 		{"a tool name MCP does not allow", [2]string{"tool: chatty", "tool: 'hello world'"}, "workload.calls[1].tool: must be a tool name"},

@@ -49,6 +49,8 @@ type script struct {
 	calls   int
 	gets    int
 	session int
+	// failInit answers that many initialize requests, the first, with 500.
+	failInit int
 }
 
 func newScript(t *testing.T) *script {
@@ -89,6 +91,8 @@ func (s *script) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	switch {
+	case rec.rpc == mcp.MethodInitialize && n <= s.failInit:
+		http.Error(w, "upstream unavailable", http.StatusInternalServerError)
 	case rec.rpc == mcp.MethodInitialize:
 		s.initialize(w, rec.msg, n)
 	case rec.rpc == mcp.MethodInitialized:

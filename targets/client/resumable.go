@@ -151,10 +151,17 @@ func (r *resumable) call(ctx context.Context, call workload.Call) error {
 	var prev *stream
 	for attempt := 1; ; attempt++ {
 		if err := r.ensureSession(ctx); err != nil {
-			if prev != nil {
+			switch {
+			case prev != nil:
 				return r.halt(ctx, prev, err)
+			case ctx.Err() != nil:
+				return err
 			}
-			return err
+			// Never invoked: no session could be opened for it, so the
+			// call failed, and nothing of it can have run. The next call
+			// tries again.
+			return r.settle(&stream{call: call}, &outcome{kind: history.KindFail,
+				reason: fmt.Sprintf("no session could be opened after %d attempts: %v", r.opts.Backoff.Retries+1, err)})
 		}
 		s, err := r.begin(call, attempt)
 		if err != nil {

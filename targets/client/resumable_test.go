@@ -562,3 +562,31 @@ func TestBackoff(t *testing.T) {
 	}
 	assert.Equal(t, time.Second, a.backoff(1, time.Second), "the server's retry is a floor")
 }
+
+// A call for which no session could be opened was never invoked: both
+// clients record it failed and go on to the next call, and the run ends
+// well; nothing of it can have run, so it is no unknown outcome.
+func TestACallThatNeverGotASessionFailsAndTheNextGoesOn(t *testing.T) {
+	for _, target := range []string{TargetNaive, TargetResumable} {
+		t.Run(target, func(t *testing.T) {
+			s := newScript(t)
+			g := newRig(s.url())
+			s.failInit = g.opts.Backoff.Retries + 1 // every attempt of the first call
+			s.onCall = func(w http.ResponseWriter, _ *http.Request, m mcp.Message, _ int) {
+				sse(w)
+				result(t, w, "1", m.ID, okResult())
+			}
+			require.NoError(t, runClient(t, target, g, charge("c1-1"), charge("c1-2")))
+			assert.Len(t, s.requests(mcp.MethodToolsCall), 1, "only the second call was invoked")
+			recs := g.history(t)
+			fails := kinds(recs, history.KindFail)
+			require.Len(t, fails, 1)
+			assert.Equal(t, "c1-1", fails[0].Call)
+			assert.Contains(t, fails[0].Reason, "500")
+			assert.Empty(t, kinds(recs, history.KindUnknown))
+			oks := kinds(recs, history.KindOK)
+			require.Len(t, oks, 1)
+			assert.Equal(t, "c1-2", oks[0].Call)
+		})
+	}
+}

@@ -205,3 +205,24 @@ func TestACutBeforeAnyRequestHitsEvenWithNoCallInFlight(t *testing.T) {
 	assert.Contains(t, hit.Evidence[0].Text, "before its request crossed")
 	assert.NotEqual(t, Inconclusive, v.Verdict)
 }
+
+// A cut before any call crossed is a client failing at connect: the
+// request cut was its first, an initialize, and no call was in flight. A
+// client of the user's own that died of it is reported (client_survived),
+// and the fault hit no call.
+func TestACutBeforeTheFirstCallHitsNoCall(t *testing.T) {
+	var recs []wire.Record
+	for conn := int64(1); conn <= 3; conn++ {
+		recs = append(recs, wire.Record{N: int64(len(recs) + 1), TUS: 4_893_000, Edge: wire.EdgeClient, Conn: conn, Kind: wire.KindOpen},
+			wire.Record{N: int64(len(recs) + 2), TUS: 4_896_000, Edge: wire.EdgeClient, Conn: conn, Kind: wire.KindClose, End: wire.EndError, By: wire.SideServer,
+				Detail: "dial: dial tcp: lookup server on 127.0.0.11:53: no such host"})
+	}
+	in := Input{Wire: recs, ClientExit: &ClientExit{Code: 1, Status: "exit status 1", TUS: 4_910_000, Tail: []string{`calling "initialize": ... connection reset by peer`}}}
+	in.Faults = []faults.Entry{{Index: 0, Kind: faults.KindCrash, Target: "server", StartUS: 4_129_000, EndUS: 6_180_000}}
+	v := Judge(in)
+	hit, _ := v.Result(FaultHit)
+	assert.False(t, hit.Held(), hit.Summary)
+	assert.Equal(t, Inconclusive, v.Verdict)
+	survived, _ := v.Result(ClientSurvived)
+	assert.Equal(t, Violated, survived.Status, "the client the fault brought down is a finding")
+}

@@ -419,14 +419,13 @@ func (d *derivedHistory) closed(r *wire.Record) {
 // reset): the client's process saw a request of its fail, though which
 // call, and which logical client's, the wire cannot say. It is a break of
 // no call, named for every client that has made a call (as a client's
-// death is), or for none before any call.
+// death is). Before any call has crossed it is none: what a client sends
+// first is its initialize (or, at 2026-07-28, server/discover), so the
+// request cut is no call, and a client that dies of it died at connect.
 func (d *derivedHistory) cutEmpty(r *wire.Record, reason string) {
 	clients := map[string]bool{}
 	for _, c := range d.byOp {
 		clients[c.client] = true
-	}
-	if len(clients) == 0 {
-		clients[""] = true
 	}
 	for _, client := range slices.Sorted(maps.Keys(clients)) {
 		d.add(r, history.Record{Kind: history.KindStreamBreak, Client: client, Reason: reason,

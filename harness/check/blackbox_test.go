@@ -226,3 +226,21 @@ func TestACutBeforeTheFirstCallHitsNoCall(t *testing.T) {
 	survived, _ := v.Result(ClientSurvived)
 	assert.Equal(t, Violated, survived.Status, "the client the fault brought down is a finding")
 }
+
+// Past its initialize, a client's next request may be a call: a cut
+// before it crossed is a hit, as the go-sdk loadtest's workers showed,
+// whose tools/call a crashed server's proxy reset after their sessions
+// opened.
+func TestACutAfterTheSessionOpenedHitsAsACall(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).post("", initialize("c1")).answer(200, "sA", false, result("1", false))
+	recs := mirrored(w.recs)
+	recs = append(recs, wire.Record{N: int64(len(recs) + 1), TUS: 1_300_000, Edge: wire.EdgeClient, Conn: 99, Kind: wire.KindOpen},
+		wire.Record{N: int64(len(recs) + 2), TUS: 1_300_100, Edge: wire.EdgeClient, Conn: 99, Kind: wire.KindClose, End: wire.EndRST, By: wire.SideServer,
+			Detail: "dial: connect: connection refused"})
+	in := Input{Wire: recs, ClientExit: &ClientExit{Code: 0, Status: "exit status 0", TUS: 1_400_000}}
+	in.Faults = []faults.Entry{{Index: 0, Kind: faults.KindCrash, Target: "server", StartUS: 1_200_000, EndUS: 1_400_000}}
+	hit, _ := Judge(in).Result(FaultHit)
+	assert.True(t, hit.Held(), hit.Summary)
+	assert.Contains(t, hit.Evidence[0].Text, "before its request crossed")
+}

@@ -107,6 +107,10 @@ type wireLedger struct {
 	// alive holds, per session, when the server answered a request of it
 	// with a success: proofs the server still held it then.
 	alive map[string][]int64
+	// unansweredInits counts the initialize requests that reached the
+	// server and whose answer never crossed back: it may have opened a
+	// session for each.
+	unansweredInits int
 	// stops is when the server (or a replica) was stopped: a crash or a
 	// restart, which ends the sessions a server keeps in memory and not
 	// those it keeps in a durable store.
@@ -146,6 +150,8 @@ type derivedLedger struct {
 	edge   *edgeReader
 	out    wireLedger
 	calls  map[StreamKey]*wireCall
+	// inits are the initialize requests no answer has crossed yet.
+	inits map[wire.ExchangeKey]bool
 	order  []StreamKey
 	closed map[string]bool
 	opened map[int64]int64 // connection to when it opened
@@ -189,7 +195,7 @@ type wireCall struct {
 // client's own history names (nil when it wrote none).
 func ledgerFromWire(recs []wire.Record, ops Ops, log []faults.Entry, named map[StreamKey]string) *wireLedger {
 	d := &derivedLedger{
-		ops: ops, kills: serverKills(log), direct: directKills(log), stopping: restartWindows(log), named: named, edge: newEdgeReader(), calls: map[StreamKey]*wireCall{}, closed: map[string]bool{},
+		ops: ops, kills: serverKills(log), direct: directKills(log), stopping: restartWindows(log), named: named, edge: newEdgeReader(), calls: map[StreamKey]*wireCall{}, inits: map[wire.ExchangeKey]bool{}, closed: map[string]bool{},
 		opened: map[int64]int64{}, events: newEventLog(), tasks: map[string]*wireCall{}, fetches: map[StreamKey]string{},
 		out: wireLedger{derived: map[string]string{}, uncertain: map[string]string{}, unproven: map[string]bool{},
 			sight: map[StreamKey]*streamSight{}, keys: map[StreamKey]*eventKeys{}, alive: map[string][]int64{}, stops: serverKills(log)},
@@ -215,6 +221,7 @@ func ledgerFromWire(recs []wire.Record, ops Ops, log []faults.Entry, named map[S
 		}
 	}
 	d.settle()
+	d.out.unansweredInits = len(d.inits)
 	slices.SortStableFunc(d.out.records, func(a, b sideeffects.Record) int { return cmp.Compare(a.N, b.N) })
 	return &d.out
 }
@@ -237,6 +244,9 @@ func (d *derivedLedger) addDerived(r *wire.Record, rec sideeffects.Record, from 
 func (d *derivedLedger) request(r *wire.Record, x *exchange) {
 	d.events.request(x)
 	for i := range r.Messages {
+		if m := &r.Messages[i]; m.Method == mcp.MethodInitialize && m.IsRequest() {
+			d.inits[x.Key] = true
+		}
 		if m := &r.Messages[i]; (m.Method == mcp.MethodTasksResult || m.Method == mcp.MethodTasksGet) && m.IsRequest() && m.TaskID != "" {
 			d.fetches[StreamKey{Session: x.session, RequestID: m.ID}] = m.TaskID
 		}
@@ -265,6 +275,7 @@ func (d *derivedLedger) request(r *wire.Record, x *exchange) {
 }
 
 func (d *derivedLedger) response(r *wire.Record, x *exchange) {
+	delete(d.inits, x.Key)
 	for _, id := range x.calls {
 		if c := d.calls[StreamKey{Session: x.session, RequestID: id}]; c != nil && c.x == x.Key {
 			c.answered = true

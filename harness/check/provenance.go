@@ -85,6 +85,9 @@ func wireSide(p provenance, acc *Accounts) {
 		p.note("duplicates", LowerBound, fmt.Sprintf("up to %s more: invocations the wire cannot establish on orders invoked more than once, or orders only their arguments tell apart",
 			count(acc.UncertainExtra+acc.DuplicateChargesOf(acc.Undistinguished), "duplicate")))
 	}
+	if n := acc.wire.unansweredInits; n > 0 {
+		p.note("sessions", LowerBound, fmt.Sprintf("%s reached the server and no answer crossed back: it may have opened a session for each", count(n, "initialize request")))
+	}
 	received := false
 	var partial, withEvents []string
 	for key, s := range acc.wire.sight {

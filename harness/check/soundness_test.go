@@ -441,3 +441,26 @@ func TestJudgingIsDeterministic(t *testing.T) {
 		require.Equal(t, string(first), string(again))
 	}
 }
+
+// An initialize that reached the server and whose answer never crossed
+// back (its client gave up, the connection closed) may have opened a
+// session the wire never saw: the count of sessions is a lower bound.
+func TestAnUnansweredInitializeMakesSessionsALowerBound(t *testing.T) {
+	w := &wireLog{}
+	w.at(0).open().post("", initialize("c1")).answer(200, "sA", false, result("1", false))
+	w.at(0.5).post("sA", toolsCall("2", "cityTime", `{"city":"nyc"}`)).answer(200, "", false, result("2", false))
+	in := Input{Wire: mirrored(w.recs)}
+	in.Faults = []faults.Entry{{Index: 0, Kind: faults.KindLatency, Target: "proxy", StartUS: 400_000, EndUS: 600_000}}
+	v := Judge(in)
+	assert.Equal(t, int64(1), v.Figures.Sessions)
+	assert.Empty(t, v.Provenance["sessions"], "every initialize was answered: the count is observed")
+
+	w.at(1).open().post("", initialize("c2"))
+	w.at(1.2).cut()
+	in.Wire = mirrored(w.recs)
+	v = Judge(in)
+	assert.Equal(t, int64(1), v.Figures.Sessions)
+	p := v.Provenance["sessions"]
+	assert.Equal(t, LowerBound, p.Kind)
+	assert.Contains(t, p.Why, "1 initialize request reached the server")
+}

@@ -64,13 +64,17 @@ import (
 
 // derivedHistory is the state of one pass over the client edge.
 type derivedHistory struct {
-	ops     Ops
-	edge    *edgeReader
-	out     []history.Record
-	lines   []int64                     // the wire record of each record of out
-	callOf  map[StreamKey]*edgeCall     // attempts by stream
-	byOp    map[string]*edgeCall        // the latest attempt of each client's operation
-	lost    map[string]bool             // sessions the client was told are gone
+	ops    Ops
+	edge   *edgeReader
+	out    []history.Record
+	lines  []int64                 // the wire record of each record of out
+	callOf map[StreamKey]*edgeCall // attempts by stream
+	byOp   map[string]*edgeCall    // the latest attempt of each client's operation
+	lost   map[string]bool         // sessions the client was told are gone
+	// past names the clients that had a request answered with a success
+	// (an initialize, a server/discover, a call): past their first
+	// exchange, what they send next may be a call.
+	past    map[string]bool
 	streams map[wire.ExchangeKey]string // exchanges awaiting or carrying an unfinished stream, to its request id
 	// tasks maps a task id to the call it runs; fetches the requests that
 	// ask about a task (tasks/get, tasks/result) to its id.
@@ -113,7 +117,7 @@ func historyFromWire(recs []wire.Record, ops Ops) ([]history.Record, []int64) {
 // deriveHistory reads the client edge of recs; see historyFromWire.
 func deriveHistory(recs []wire.Record, ops Ops) *derivedHistory {
 	d := &derivedHistory{ops: ops, edge: newEdgeReader(), callOf: map[StreamKey]*edgeCall{}, byOp: map[string]*edgeCall{},
-		lost: map[string]bool{}, streams: map[wire.ExchangeKey]string{}, requests: map[string]int{}, undistinguished: map[string]bool{},
+		lost: map[string]bool{}, past: map[string]bool{}, streams: map[wire.ExchangeKey]string{}, requests: map[string]int{}, undistinguished: map[string]bool{},
 		tasks: map[string]*edgeCall{}, fetches: map[StreamKey]string{}, used: map[int64]bool{}}
 	var last wire.Record
 	recs = inExchangeOrder(recs)
@@ -203,6 +207,9 @@ func (d *derivedHistory) callName(session, req string) string {
 
 func (d *derivedHistory) response(r *wire.Record, x *exchange) {
 	client := d.edge.client(x)
+	if r.Status < 300 {
+		d.past[cmp.Or(client, x.init)] = true
+	}
 	if id, ok := d.edge.opened(r, x); ok {
 		protocol := ""
 		for _, m := range r.Messages {
@@ -418,12 +425,13 @@ func (d *derivedHistory) closed(r *wire.Record) {
 // cut before any request crossed it (an upstream it could not dial, a
 // reset): the client's process saw a request of its fail, though which
 // call, and which logical client's, the wire cannot say. It is a break of
-// no call, named for every client that has made a call (as a client's
-// death is). Before any call has crossed it is none: what a client sends
-// first is its initialize (or, at 2026-07-28, server/discover), so the
-// request cut is no call, and a client that dies of it died at connect.
+// no call, named for every client that has made a call or had a request
+// answered (as a client's death is). Before any request of a client was
+// answered it is none: what a client sends first is its initialize (or,
+// at 2026-07-28, server/discover), so the request cut is no call, and a
+// client that dies of it died at connect.
 func (d *derivedHistory) cutEmpty(r *wire.Record, reason string) {
-	clients := map[string]bool{}
+	clients := maps.Clone(d.past)
 	for _, c := range d.byOp {
 		clients[c.client] = true
 	}

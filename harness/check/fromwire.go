@@ -147,11 +147,11 @@ type derivedLedger struct {
 	// request, by its stream.
 	named map[StreamKey]string
 
-	edge   *edgeReader
-	out    wireLedger
-	calls  map[StreamKey]*wireCall
+	edge  *edgeReader
+	out   wireLedger
+	calls map[StreamKey]*wireCall
 	// inits are the initialize requests no answer has crossed yet.
-	inits map[wire.ExchangeKey]bool
+	inits  map[wire.ExchangeKey]bool
 	order  []StreamKey
 	closed map[string]bool
 	opened map[int64]int64 // connection to when it opened

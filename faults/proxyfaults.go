@@ -297,7 +297,7 @@ func (p *LimitData) inject(_ context.Context, r *run, in Injection) (heal, strin
 // on the same address. Mode blackhole stalls both directions of every
 // connection, open or new (new connections are still accepted: the proxy
 // cannot drop SYNs); nothing is closed, and the heal delivers every held
-// byte. Overlapping refuse partitions heal when the last one ends.
+// byte. Overlapping partitions of one mode heal when the last one ends.
 type Partition struct {
 	For  dur.Duration `yaml:"for" json:"for"`
 	Mode string       `yaml:"mode" json:"mode"`
@@ -322,16 +322,27 @@ func (p *Partition) inject(ctx context.Context, r *run, in Injection) (heal, str
 	if p.Mode == ModeRefuse {
 		return r.refuse(ctx)
 	}
-	up, detail, err := r.toxic(in, "-up", toxics.TypeStall, Upstream, nil)
-	if err != nil {
-		return nil, "", err
+	return r.blackhole(ctx)
+}
+
+// blackhole stalls both directions for a blackhole partition. Overlapping
+// ones share one pair of stall toxics and heal when the last one ends:
+// a second stall in the chain would never read what the first one passes
+// on at its removal, and Toxiproxy's removal of the first would wait on
+// it, holding both partitions past their windows.
+func (r *run) blackhole(ctx context.Context) (heal, string, error) {
+	const up, down = "partition-blackhole-up", "partition-blackhole-down"
+	on := func(context.Context) error {
+		if err := r.addToxic(up, toxics.TypeStall, Upstream, 1, nil); err != nil {
+			return err
+		}
+		if err := r.addToxic(down, toxics.TypeStall, Downstream, 1, nil); err != nil {
+			return errors.Join(err, r.removeToxic(up))
+		}
+		return nil
 	}
-	down, detail2, err := r.toxic(in, "-down", toxics.TypeStall, Downstream, nil)
-	if err != nil {
-		return nil, "", errors.Join(err, up(context.Background()))
-	}
-	h := func(ctx context.Context) error { return errors.Join(up(ctx), down(ctx)) }
-	return h, detail + "; " + detail2, nil
+	off := func(context.Context) error { return errors.Join(r.removeToxic(up), r.removeToxic(down)) }
+	return r.shared(ctx, "blackhole", on, off, fmt.Sprintf("toxics %s and %s (stall both directions)", up, down))
 }
 
 // HTTPStatus makes the proxy answer new HTTP requests with Status, the way

@@ -370,6 +370,47 @@ func TestRunPartitionBlackholeStallsThenHealsWithoutLoss(t *testing.T) {
 	require.Equal(t, payload, got, "every byte after the heal, in order")
 }
 
+// Two blackhole partitions that overlap hold the connection as one does,
+// and heal when the later one ends: each window ends on time, and every
+// byte held comes through after the last.
+func TestRunOverlappingBlackholesHealWhenTheLastEnds(t *testing.T) {
+	f := newFixture(t, serve(t, echo))
+	conn, err := net.Dial("tcp", f.listen)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	roundTrip(t, conn, "before")
+
+	first := faults.Spec{Kind: "partition", Params: params(t, "partition", "{for: 150ms, mode: blackhole}")}
+	second := faults.Spec{Kind: "partition", At: dur.Duration(50 * time.Millisecond), Params: params(t, "partition", "{for: 250ms, mode: blackhole}")}
+	wrote := make(chan error, 1)
+	var once sync.Once
+	start := time.Now()
+	entries, err := f.run(context.Background(), []faults.Spec{first, second}, func(e faults.Event) {
+		if e.Phase == faults.PhaseInjected {
+			once.Do(func() {
+				go func() {
+					_, err := conn.Write([]byte("held"))
+					wrote <- err
+				}()
+			})
+		}
+	})
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	for _, e := range entries {
+		window := e.EndUS - e.StartUS
+		assert.Less(t, window, (time.Second).Microseconds(), "partition %d ended near its window, not held by the other: %+v", e.Index, e)
+	}
+	assert.Less(t, time.Since(start), 3*time.Second)
+	assert.Empty(t, f.toxicNames(), "the stalls are gone once the last partition healed")
+	require.NoError(t, <-wrote)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	got := make([]byte, 4)
+	_, err = io.ReadFull(conn, got)
+	require.NoError(t, err, "the connection survives both")
+	assert.Equal(t, "held", string(got))
+}
+
 func TestRunOneShotResetClosesOpenConnections(t *testing.T) {
 	f := newFixture(t, serve(t, echo))
 	conn, err := net.Dial("tcp", f.listen)

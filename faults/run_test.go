@@ -215,7 +215,7 @@ func TestRunInjectsAndHealsEveryKind(t *testing.T) {
 		{kind: "limit_data", params: "{bytes: 4096, for: 60ms}", target: "mcp", healed: true,
 			during: toxics("limit_data-0-0")},
 		{kind: "partition", params: "{for: 60ms, mode: blackhole}", target: "mcp", healed: true,
-			during: toxics("partition-0-0-down", "partition-0-0-up")},
+			during: toxics("partition-blackhole-down", "partition-blackhole-up")},
 		{kind: "partition", params: "{for: 60ms, mode: refuse}", target: "mcp", healed: true,
 			during: func(t *testing.T, f *fixture) { assert.False(t, f.enabled()) },
 			after:  func(t *testing.T, f *fixture) { assert.True(t, f.enabled()) }},

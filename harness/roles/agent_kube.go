@@ -21,12 +21,19 @@ import (
 // experiment that serves the experiment's state folders on the node.
 func newKeeperAgentCmd() *cobra.Command {
 	var addr, root, owner string
+	var remove bool
 	cmd := &cobra.Command{
 		Use:    "keeper",
 		Short:  "Serve an experiment's state folders over HTTP (the kubernetes runtime starts it)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if remove { // what a killed runner left: the keeper's last act, alone
+				if err := os.RemoveAll(root); err != nil {
+					return exitcode.With(exitcode.Harness, err)
+				}
+				return nil
+			}
 			uid, gid, err := parseOwner(owner)
 			if err != nil {
 				return exitcode.With(exitcode.Invalid, fmt.Errorf("--owner: %w", err))
@@ -48,6 +55,7 @@ func newKeeperAgentCmd() *cobra.Command {
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address; the bound URL is printed on stdout's first line")
 	cmd.Flags().StringVar(&root, "root", "", "the experiment's folder")
 	cmd.Flags().StringVar(&owner, "owner", "", "UID:GID that owns the folders and files the keeper makes (default: the keeper's own)")
+	cmd.Flags().BoolVar(&remove, "remove", false, "remove the experiment's folder and exit")
 	_ = cmd.MarkFlagRequired("root")
 	return cmd
 }

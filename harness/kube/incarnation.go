@@ -298,7 +298,10 @@ func (in *incarnation) Ready(ctx context.Context) error {
 		return err
 	}
 	if p.svc != nil {
-		if err := p.rt.awaitEndpoint(ctx, p.svc.Name, in.name); err != nil {
+		ectx, cancel := context.WithTimeout(ctx, p.rt.readyTimeout)
+		err := p.rt.awaitEndpoint(ectx, p.svc.Name, in.name)
+		cancel()
+		if err != nil {
 			return err
 		}
 	}

@@ -27,6 +27,10 @@ type process struct {
 	starts int
 	url    string
 	last   *incarnation
+	// unmirrored: a pod ran since the folder was last copied to
+	// Spec.StateDir, so Close copies it again; a stopped agent's copy is
+	// not made twice (the runner may have moved files out of it).
+	unmirrored bool
 }
 
 var _ agent.Process = (*process)(nil)
@@ -46,6 +50,7 @@ func (p *process) nextPodName() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starts++
+	p.unmirrored = true
 	return p.alias + "-" + strconv.Itoa(p.starts)
 }
 
@@ -90,6 +95,12 @@ func (p *process) finish(ctx context.Context) error {
 	if p.fwd != nil {
 		p.fwd.close()
 	}
+	p.mu.Lock()
+	again := p.unmirrored
+	p.mu.Unlock()
+	if !again {
+		return nil
+	}
 	return p.mirrorState(ctx)
 }
 
@@ -110,5 +121,10 @@ func (p *process) mirrorState(ctx context.Context) error {
 	if err := p.rt.keepers.CopyDir(ctx, p.alias, p.spec.StateDir); err != nil {
 		return fmt.Errorf("copy state of %s: %w", p.spec.Role, err)
 	}
+	p.mu.Lock()
+	if _, _, err := p.Running(); err != nil { // stopped: this copy is the last
+		p.unmirrored = false
+	}
+	p.mu.Unlock()
 	return nil
 }

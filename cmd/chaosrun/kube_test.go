@@ -365,15 +365,16 @@ func recordCount(_ *http.Client, url string) (int, error) {
 
 // TestKubernetesRefusesWhatItCannotRun: before anything runs (no cluster
 // is needed), an experiment the kubernetes runtime cannot run is refused
-// at the setting that asks for it, with the runtime's reason.
+// at the setting that asks for it, with the runtime's reason; a program it
+// would refuse is not looked for on this machine.
 func TestKubernetesRefusesWhatItCannotRun(t *testing.T) {
 	tests := []struct {
 		name, replace, with, want string
 	}{
 		{"a server's own image", "client:", "server: {target: image, image: example/mcp:1}\nclient:",
 			":4:18: server.target: image runs only on the docker runtime (--runtime docker), not on kubernetes: the kubernetes runtime runs only chaosrun's own agent image"},
-		{"a program of the user's", "client:", "server: {target: command, command: [/bin/true, --addr, \"{addr}\"]}\nclient:",
-			"server.command[0]: a program of your own (/bin/true) runs only on the local or docker runtime (--runtime local or docker), not on kubernetes: an agent's pod holds only the chaosrun binary"},
+		{"a program of the user's", "client:", "server: {target: command, command: [bin/shop, --addr, \"{addr}\"]}\nclient:",
+			"server.command[0]: a program of your own (bin/shop) runs only on the local or docker runtime (--runtime local or docker), not on kubernetes: an agent's pod holds only the chaosrun binary"},
 		{"a fixed address", "client:", "server: {target: command, command: [/bin/true], listen: \"127.0.0.1:9000\"}\nclient:",
 			"server.listen: a fixed address runs only on the local runtime (--runtime local), not on kubernetes: in a pod the server listens on the address it is given"},
 		{"a shared store", "client:", "server: {event_store: redis}\nclient:",
@@ -385,6 +386,7 @@ func TestKubernetesRefusesWhatItCannotRun(t *testing.T) {
 			code, _, stderr := chaosrun(t, "run", "--runtime", "kubernetes", "--out", t.TempDir(), path)
 			assert.Equal(t, exitInvalid, code)
 			assert.Contains(t, stderr, tt.want)
+			assert.NotContains(t, stderr, "does not exist")
 		})
 	}
 }

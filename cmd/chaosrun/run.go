@@ -58,7 +58,7 @@ one. 'chaosrun merge' joins the shards' results.` + exitCodes,
   chaosrun run --runtime docker --out /tmp/results experiments/
   KUBECONFIG=~/.kube/config chaosrun run --runtime kubernetes --kube-load "kind load docker-image" experiments/double-charge-lb-idle.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			exps, err := loadExperiments(args)
+			exps, err := loadExperimentsFor(args, f.runtime)
 			if err != nil {
 				return err
 			}
@@ -208,7 +208,11 @@ func (f *runFlags) factory(cmd *cobra.Command) (harness.RuntimeFactory, error) {
 		logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		return f.docker.factory(cmd.Context(), logger)
 	case kube.Name:
-		logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		level := slog.LevelWarn
+		if f.verbose { // where an experiment's time goes: pods, namespaces
+			level = slog.LevelDebug
+		}
+		logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 		return f.kube.factory(cmd.Context(), cmd.ErrOrStderr(), logger)
 	}
 	return nil, withCode(exitInvalid, fmt.Errorf("--runtime: must be local, docker or kubernetes, got %q", f.runtime))

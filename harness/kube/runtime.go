@@ -220,6 +220,7 @@ func (r *Runtime) slicesChanged() {
 // startKeeper starts the keeper pod, lets the scheduler place it, and pins
 // every later pod to its node.
 func (r *Runtime) startKeeper(ctx context.Context) error {
+	began := time.Now()
 	spec := agent.Spec{Role: keeperName, Serves: true, Port: keeperPort}
 	k := r.newProcess(spec, keeperName, nil)
 	k.pod = func(name string) *corev1.Pod { p := r.tmpl.keeperPod(); p.Name = name; return p }
@@ -237,7 +238,7 @@ func (r *Runtime) startKeeper(ctx context.Context) error {
 	if _, err := r.c.cs.CoreV1().Namespaces().Patch(ctx, r.ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("annotate namespace %s: %w", r.ns, err)
 	}
-	r.log.Debug("keeper started", "namespace", r.ns, "node", node)
+	r.log.Debug("keeper started", "namespace", r.ns, "node", node, "took", time.Since(began).Round(time.Millisecond))
 	return nil
 }
 
@@ -331,6 +332,7 @@ func (r *Runtime) close() error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
+	began := time.Now()
 	errs := make([]error, len(procs))
 	var wg sync.WaitGroup
 	for i, p := range procs {
@@ -340,8 +342,12 @@ func (r *Runtime) close() error {
 	if r.keepers != nil {
 		errs = append(errs, r.keepers.Remove(ctx))
 	}
+	collected := time.Now()
 	// The keeper goes with the namespace.
 	errs = append(errs, deleteNamespace(ctx, r.c, r.ns))
+	r.log.Debug("kubernetes runtime closed", "namespace", r.ns,
+		"agents_stopped_and_collected", collected.Sub(began).Round(time.Millisecond),
+		"namespace_deleted", time.Since(collected).Round(time.Millisecond))
 	if r.keeper != nil {
 		r.keeper.fwd.close()
 	}
@@ -350,7 +356,6 @@ func (r *Runtime) close() error {
 		r.informers.Shutdown()
 	}
 	r.stopBG()
-	r.log.Debug("kubernetes runtime closed", "namespace", r.ns)
 	return errors.Join(errs...)
 }
 

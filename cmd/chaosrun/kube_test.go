@@ -390,3 +390,34 @@ func TestKubernetesRefusesWhatItCannotRun(t *testing.T) {
 		})
 	}
 }
+
+// TestKubeCleanRemovesWhatAKilledRunnerLeft leaves an experiment's
+// namespace, with an agent and its folder on the node, as a runner killed
+// with SIGKILL would; chaosrun clean --runtime kubernetes --run ID removes
+// the folder and the namespace.
+func TestKubeCleanRemovesWhatAKilledRunnerLeft(t *testing.T) {
+	f := needKube(t)
+	ctx := context.Background()
+	cluster, err := kube.Connect(ctx, f.kubeconfig)
+	require.NoError(t, err)
+	runID := "gotest-" + fmt.Sprint(time.Now().UnixNano()%1e6)
+	rt, err := kube.New(ctx, cluster, kube.Options{RunID: runID, Image: f.image, ExperimentName: t.Name()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Close() }) // its namespace is gone by then: this only stops its watches
+	_, err = rt.Start(ctx, agentSpecLedger(t.TempDir()))
+	require.NoError(t, err)
+	require.Len(t, namespacesOf(t, f, runID), 1)
+	folder := filepath.Join(kube.DefaultStateRoot, rt.Namespace())
+	onThisNode := false
+	if _, err := os.Stat(folder); err == nil {
+		onThisNode = true // the node is this machine: its folder can be seen
+	}
+
+	code, stdout, stderr := chaosrun(t, "clean", "--runtime", "kubernetes", "--kubeconfig", f.kubeconfig, "--run", runID)
+	require.Equal(t, exitMet, code, stderr)
+	assert.Equal(t, "removed 1 namespaces, the folders of 1 experiments\n", stdout)
+	assert.Empty(t, namespacesOf(t, f, runID))
+	if onThisNode {
+		assert.NoDirExists(t, folder)
+	}
+}

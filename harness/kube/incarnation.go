@@ -21,8 +21,13 @@ import (
 )
 
 // logDrain bounds how long an exit waits for the agent's last output to
-// reach its log file.
-const logDrain = 5 * time.Second
+// reach its log file; signalledDrain, when the runtime saw the agent gone
+// (the log stream ends only once the kubelet notices, up to a second
+// later, and what the agent wrote is on its way already).
+const (
+	logDrain       = 5 * time.Second
+	signalledDrain = 250 * time.Millisecond
+)
 
 // saPatience bounds how long a pod creation waits for the namespace's
 // default service account, which a controller makes just after the
@@ -39,20 +44,25 @@ type incarnation struct {
 	// exited is closed once done is and the log has drained.
 	exited chan struct{}
 
-	mu       sync.Mutex
-	code     int
-	node     string
-	failed   string // why the container cannot start, once known
-	ranOnce  sync.Once
-	doneOnce sync.Once
-	paused   bool
+	began time.Time // when its pod was asked for
+
+	mu     sync.Mutex
+	code   int
+	node   string
+	failed string // why the container cannot start, once known
+	// signalled: the runtime ended the agent by a signal and saw it gone,
+	// so its last output is already in the container's log.
+	signalled bool
+	ranOnce   sync.Once
+	doneOnce  sync.Once
+	paused    bool
 }
 
 // launch creates the agent's next pod and returns once its container runs.
 func (p *process) launch(ctx context.Context) (agent.Incarnation, error) {
 	r := p.rt
 	in := &incarnation{p: p, name: p.nextPodName(), urlc: make(chan string, 1), ran: make(chan struct{}),
-		done: make(chan struct{}), exited: make(chan struct{}), code: -1}
+		done: make(chan struct{}), exited: make(chan struct{}), code: -1, began: time.Now()}
 	r.mu.Lock()
 	r.pods[in.name] = in
 	r.mu.Unlock()
@@ -79,6 +89,7 @@ func (p *process) launch(ctx context.Context) (agent.Incarnation, error) {
 		in.deletePod(0)
 		return nil, err
 	}
+	r.log.Debug("pod runs", "pod", in.name, "after", time.Since(in.began).Round(time.Millisecond))
 	pumped := make(chan struct{})
 	go in.pump(logf, pumped)
 	go in.watch(pumped, forget)
@@ -250,9 +261,15 @@ func (in *incarnation) watch(pumped <-chan struct{}, forget func()) {
 	case <-r.stopInf:
 		in.end(-1)
 	}
+	drain := logDrain
+	in.mu.Lock()
+	if in.signalled {
+		drain = signalledDrain
+	}
+	in.mu.Unlock()
 	select {
 	case <-pumped:
-	case <-time.After(logDrain):
+	case <-time.After(drain):
 	}
 	if in.p.fwd != nil {
 		in.p.fwd.detach(in.name)
@@ -297,6 +314,7 @@ func (in *incarnation) Ready(ctx context.Context) error {
 	if _, err := agent.AwaitURL(ctx, in.urlc, in.exited, p.rt.readyTimeout, p.spec.LogPath); err != nil {
 		return err
 	}
+	listening := time.Now()
 	if p.svc != nil {
 		ectx, cancel := context.WithTimeout(ctx, p.rt.readyTimeout)
 		err := p.rt.awaitEndpoint(ectx, p.svc.Name, in.name)
@@ -311,30 +329,48 @@ func (in *incarnation) Ready(ctx context.Context) error {
 	p.mu.Lock()
 	p.url = "http://" + p.fwd.addr()
 	p.mu.Unlock()
+	p.rt.log.Debug("pod ready", "pod", in.name, "listening_after", listening.Sub(in.began).Round(time.Millisecond),
+		"ready_after", time.Since(in.began).Round(time.Millisecond))
 	return nil
 }
 
-// Stop deletes the pod with a grace of StopGrace when graceful (the
-// kubelet sends SIGTERM, then SIGKILL), else sends SIGKILL from inside the
-// pod; either waits for the exit as long as ctx allows.
+// Stop sends SIGTERM from inside the pod when graceful and waits up to
+// StopGrace for the agent to be gone, else (or then) SIGKILL; it returns
+// once the agent's processes are gone. Without its signal (the exec
+// failed), it deletes the pod, for which the kubelet sends SIGTERM and,
+// at least two seconds later, SIGKILL, and waits for the kubelet to report
+// the end, as long as ctx allows.
 func (in *incarnation) Stop(ctx context.Context, graceful bool) error {
 	in.mu.Lock()
 	paused := in.paused
 	in.paused = false
 	in.mu.Unlock()
+	began := time.Now()
 	if paused { // a frozen agent cannot handle SIGTERM
-		_ = in.signal(ctx, "CONT")
+		_ = in.signal(ctx, "CONT", time.Second)
 	}
-	var err error
+	err := errors.New("not asked to end gracefully")
 	if graceful {
-		in.deletePod(int64(StopGrace.Seconds()))
-	} else if err = in.signal(ctx, "KILL"); err != nil {
-		// Without its signal, the pod's deletion: SIGTERM, and SIGKILL
-		// two seconds later.
-		in.deletePod(0)
+		err = in.signal(ctx, "TERM", StopGrace)
+	}
+	if err != nil {
+		err = in.signal(ctx, "KILL", 5*time.Second)
+	}
+	if err == nil {
+		in.mu.Lock()
+		in.signalled = true
+		in.mu.Unlock()
+		in.end(-1) // gone: the kubelet's report would come up to a second later
+	} else {
+		grace := int64(0)
+		if graceful {
+			grace = int64(StopGrace.Seconds())
+		}
+		in.deletePod(grace)
 	}
 	select {
 	case <-in.exited:
+		in.p.rt.log.Debug("pod ended", "pod", in.name, "graceful", graceful, "after", time.Since(began).Round(time.Millisecond))
 		return nil
 	case <-ctx.Done():
 		return errors.Join(err, fmt.Errorf("pod %s did not end: %w", in.name, ctx.Err()))
@@ -342,7 +378,7 @@ func (in *incarnation) Stop(ctx context.Context, graceful bool) error {
 }
 
 func (in *incarnation) Pause(ctx context.Context) error {
-	if err := in.signal(ctx, "STOP"); err != nil {
+	if err := in.signal(ctx, "STOP", 5*time.Second); err != nil {
 		return fmt.Errorf("pause %s: %w", in.p.spec.Role, err)
 	}
 	in.mu.Lock()
@@ -352,7 +388,7 @@ func (in *incarnation) Pause(ctx context.Context) error {
 }
 
 func (in *incarnation) Resume(ctx context.Context) error {
-	if err := in.signal(ctx, "CONT"); err != nil {
+	if err := in.signal(ctx, "CONT", 5*time.Second); err != nil {
 		return fmt.Errorf("resume %s: %w", in.p.spec.Role, err)
 	}
 	in.mu.Lock()
@@ -361,9 +397,11 @@ func (in *incarnation) Resume(ctx context.Context) error {
 	return nil
 }
 
-// signal runs "chaosrun agent signal SIG" in the agent's container.
-func (in *incarnation) signal(ctx context.Context, sig string) error {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+// signal runs "chaosrun agent signal SIG" in the agent's container, which
+// returns once the agent is stopped (STOP) or gone (TERM, KILL), waiting
+// at most wait.
+func (in *incarnation) signal(ctx context.Context, sig string, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
 	defer cancel()
-	return in.p.rt.exec(ctx, in.name, binary, "agent", "signal", sig)
+	return in.p.rt.exec(ctx, in.name, binary, "agent", "signal", "--wait", wait.String(), sig)
 }

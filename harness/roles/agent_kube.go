@@ -76,9 +76,11 @@ func parseOwner(s string) (uid, gid int, err error) {
 
 // newSignalAgentCmd signals the agent of a pod whose process namespace is
 // shared, from inside it: the kubernetes runtime execs it for a crash
-// (KILL) and a pause (STOP, CONT).
+// (KILL), a graceful stop (TERM) and a pause (STOP, CONT), and it returns
+// once the agent is stopped or gone.
 func newSignalAgentCmd() *cobra.Command {
-	return &cobra.Command{
+	var wait time.Duration
+	cmd := &cobra.Command{
 		Use:       "signal KILL|TERM|STOP|CONT",
 		Short:     "Signal every process of this pod but process 1 (the kubernetes runtime execs it)",
 		Hidden:    true,
@@ -89,7 +91,7 @@ func newSignalAgentCmd() *cobra.Command {
 			if !ok {
 				return exitcode.With(exitcode.Invalid, fmt.Errorf("unknown signal %q", args[0]))
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(cmd.Context(), wait)
 			defer cancel()
 			n, err := agentside.Signal(ctx, "/proc", os.Getpid(), sig)
 			if err != nil {
@@ -99,4 +101,6 @@ func newSignalAgentCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().DurationVar(&wait, "wait", 5*time.Second, "how long to wait for the processes to stop (STOP) or be gone (KILL, TERM)")
+	return cmd
 }

@@ -21,9 +21,10 @@ var Signals = map[string]syscall.Signal{
 }
 
 // Signal sends sig to every process under procRoot (a /proc) but process
-// 1 and self, and returns how many it signalled; after SIGSTOP it waits
-// until every one of them is stopped, as long as ctx allows. It fails when
-// there is no process to signal.
+// 1 and self, and returns how many it signalled. After SIGSTOP it waits
+// until every one of them is stopped, after SIGKILL and SIGTERM until every
+// one is gone, as long as ctx allows. It fails when there is no process to
+// signal.
 func Signal(ctx context.Context, procRoot string, self int, sig syscall.Signal) (int, error) {
 	pids, err := others(procRoot, self)
 	if err != nil {
@@ -41,8 +42,11 @@ func Signal(ctx context.Context, procRoot string, self int, sig syscall.Signal) 
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
-	if sig == syscall.SIGSTOP {
-		return len(pids), awaitStopped(ctx, procRoot, pids)
+	switch sig {
+	case syscall.SIGSTOP:
+		return len(pids), await(ctx, procRoot, pids, "stopped", stopped)
+	case syscall.SIGKILL, syscall.SIGTERM:
+		return len(pids), await(ctx, procRoot, pids, "gone", gone)
 	}
 	return len(pids), nil
 }
@@ -64,26 +68,33 @@ func others(procRoot string, self int) ([]int, error) {
 	return pids, nil
 }
 
-// awaitStopped waits until every process of pids that still exists is in
-// state T (stopped).
-func awaitStopped(ctx context.Context, procRoot string, pids []int) error {
+// await waits until every process of pids is in a state that done
+// accepts (a process that is gone is always done), and names that state
+// in its error.
+func await(ctx context.Context, procRoot string, pids []int, what string, done func(byte) bool) error {
 	for {
-		running := 0
+		left := 0
 		for _, pid := range pids {
-			if s, ok := state(procRoot, pid); ok && s != 'T' && s != 't' && s != 'Z' && s != 'X' {
-				running++
+			if s, ok := state(procRoot, pid); ok && !done(s) {
+				left++
 			}
 		}
-		if running == 0 {
+		if left == 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d process(es) not stopped: %w", running, ctx.Err())
+			return fmt.Errorf("%d process(es) not %s: %w", left, what, ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }
+
+// stopped: T (stopped), t (traced), or a process already dead.
+func stopped(s byte) bool { return s == 'T' || s == 't' || gone(s) }
+
+// gone: a zombie waiting for its parent outside the pod, or dead.
+func gone(s byte) bool { return s == 'Z' || s == 'X' }
 
 // state is the state letter of /proc/PID/stat; false when the process is
 // gone.

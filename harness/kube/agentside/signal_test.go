@@ -48,6 +48,8 @@ func TestSignalStopsContinuesAndKillsEveryProcessButOneAndItself(t *testing.T) {
 
 	_, err = Signal(ctx, proc, os.Getpid(), syscall.SIGKILL)
 	require.NoError(t, err)
+	s, ok = state(proc, cmd.Process.Pid)
+	assert.True(t, !ok || gone(s), "gone (or a zombie) when Signal returns, state %c", s)
 	select {
 	case err := <-exited:
 		var exit *exec.ExitError
@@ -63,4 +65,23 @@ func TestSignalFailsWithNothingToSignal(t *testing.T) {
 	require.NoError(t, os.Symlink("/proc/1", filepath.Join(dir, "1")))
 	_, err := Signal(context.Background(), dir, os.Getpid(), syscall.SIGKILL)
 	require.ErrorContains(t, err, "no process to signal")
+}
+
+func TestSignalTermWaitsUntilTheProcessesAreGone(t *testing.T) {
+	// A shell that takes a while to end after SIGTERM.
+	cmd := exec.Command("sh", "-c", "trap 'sleep 0.3; exit 0' TERM; while :; do sleep 0.05; done")
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	time.Sleep(100 * time.Millisecond) // the trap is set
+	proc := fakeProc(t, cmd.Process.Pid)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	began := time.Now()
+	_, err := Signal(ctx, proc, os.Getpid(), syscall.SIGTERM)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(began), 250*time.Millisecond, "it waited for the trap to end the shell")
+	s, ok := state(proc, cmd.Process.Pid)
+	assert.True(t, !ok || gone(s), "state %c", s)
 }

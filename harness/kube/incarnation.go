@@ -276,7 +276,9 @@ func (in *incarnation) watch(pumped <-chan struct{}, forget func()) {
 	}
 	close(in.exited)
 	forget()
-	in.deletePod(0)
+	if r.bg.Err() == nil { // else Close deleted the namespace, and the pod with it
+		in.deletePod(0)
+	}
 }
 
 // deletePod deletes the pod with the given grace, without waiting.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
@@ -31,11 +32,31 @@ func (r *Runtime) exec(ctx context.Context, pod string, command ...string) error
 	if err != nil {
 		return fmt.Errorf("exec in %s: %w", pod, err)
 	}
-	var out bytes.Buffer
-	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out}); err != nil {
+	// Stdout and stderr are copied by goroutines of their own, which may
+	// outlive a cancelled stream.
+	out := &syncBuffer{}
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: out, Stderr: out}); err != nil {
 		return fmt.Errorf("exec %s in %s: %w: %s", strings.Join(command, " "), pod, err, strings.TrimSpace(out.String()))
 	}
 	return nil
+}
+
+// syncBuffer is a bytes.Buffer for writers in several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // upgradeFailed tells an API server that does not speak the first

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -188,4 +189,21 @@ func TestContainersThatCannotStartAreToldFromOnesThatAreStarting(t *testing.T) {
 	for _, r := range []string{"ContainerCreating", "PodInitializing", ""} {
 		assert.False(t, cannotStart(r), r)
 	}
+}
+
+// TestExecOutputTakesWritesFromTwoGoroutines: an exec's stdout and stderr
+// are copied into one buffer at once (the race detector fails a plain
+// bytes.Buffer here).
+func TestExecOutputTakesWritesFromTwoGoroutines(t *testing.T) {
+	out := &syncBuffer{}
+	var wg sync.WaitGroup
+	for _, s := range []string{"o", "e"} {
+		wg.Go(func() {
+			for range 100 {
+				_, _ = out.Write([]byte(s))
+			}
+		})
+	}
+	wg.Wait()
+	assert.Len(t, out.String(), 200)
 }

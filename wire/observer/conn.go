@@ -180,8 +180,8 @@ func (c *Conn) run() {
 // they are the requests, at the server edge the responses) and queues
 // them for the relay, which takes them with Read or WriteTo; so what the
 // peer sent is recorded when it arrived, whatever holds the relay up (a
-// stalled fault toxic). What the relay writes is recorded as it is
-// written. Read (or WriteTo) is for one goroutine, Write for one other;
+// stalled fault toxic). What the relay writes is recorded stamped with
+// the instant it was written, parsed beside the relay's path. Read (or WriteTo) is for one goroutine, Write for one other;
 // Close may come from any.
 //
 // A write to a socket that is gone (its peer reset it, or it was closed
@@ -202,6 +202,7 @@ type Socket struct {
 	requests    bool
 	pair        pairing
 	box         inbox
+	ob          outbox // what the relay wrote, for out to parse
 	rest        *chunk // what Read has not returned yet of a chunk
 	restAt      int
 
@@ -237,6 +238,7 @@ func newSocket(c *Conn, edge wire.Edge, nc net.Conn) *Socket {
 		s.out = &guarded{s: s, p: newRequestParser(s.outAt, &s.pair), pair: &s.pair}
 	}
 	s.box.init()
+	s.ob.init()
 	return s
 }
 
@@ -373,8 +375,10 @@ func (s *Socket) WriteTo(w io.Writer) (int64, error) {
 	}
 }
 
-// Write writes b to the peer and records it. It always reports success:
-// once the socket is gone, bytes are dropped (see [Socket]).
+// Write writes b to the peer and queues a copy for the parser of that
+// direction (outbox), which records it stamped with the instant before the
+// write. It always reports success: once the socket is gone, bytes are
+// dropped (see [Socket]).
 func (s *Socket) Write(b []byte) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -387,10 +391,15 @@ func (s *Socket) Write(b []byte) (int, error) {
 	at := max(s.c.tap.cfg.Clock.Micros(), 1) // before the peer can have it
 	n, err := s.nc.Write(b)
 	s.nOut += int64(n)
-	s.outAt.at = at
-	s.out.feed(b[:n])
-	s.outAt.at = 0
-	if !s.requests {
+	if n > 0 {
+		start, full := s.ob.put(b[:n], at)
+		if start {
+			go s.drain()
+		}
+		if full {
+			s.ob.waitRoom()
+		}
+	} else if !s.requests {
 		s.pair.done()
 	}
 	if err != nil {
@@ -495,8 +504,33 @@ func (s *Socket) endWritesLocked() {
 		return
 	}
 	s.wend = true
-	s.out.end()
-	s.sideDone()
+	if s.ob.finish() {
+		s.out.end()
+		s.sideDone()
+	}
+}
+
+// drain parses what the relay wrote, chunk by chunk in the order written,
+// until the outbox is empty; after the last chunk of ended writes it ends
+// the parser and counts the writer done.
+func (s *Socket) drain() {
+	for {
+		ck, end := s.ob.next()
+		if ck == nil {
+			if end {
+				s.out.end()
+				s.sideDone()
+			}
+			return
+		}
+		s.outAt.at = ck.at
+		s.out.feed(ck.b)
+		s.outAt.at = 0
+		freeChunk(ck)
+		if !s.requests {
+			s.pair.done()
+		}
+	}
 }
 
 // refused ends a client socket whose server could not be dialled: it is

@@ -38,9 +38,12 @@
 // holds it back from the other side (a stalled toxic), and parsing never
 // delays the bytes. Past maxQueued bytes not yet taken by the relay the
 // reader stops reading, and TCP holds the peer back. What the relay
-// writes to a socket ([Socket.Write]) is written and then parsed, so
-// recording delays that direction by no more than the parse of one chunk,
-// and the sink's call, before its next write.
+// writes to a socket ([Socket.Write]) is written, and a copy, stamped
+// with the instant before the write, is queued for a goroutine that
+// parses that direction (one runs while there is something to parse), so
+// the relay's next write never waits for a parse or the sink's call; past
+// maxQueued bytes not parsed yet the write waits, so a sink that cannot
+// keep up holds the relay back and memory stays bounded.
 //
 // How each side ends its part of a connection is the relay's to pass on
 // (Toxiproxy closes both sockets when either direction ends, with an RST

@@ -29,6 +29,7 @@ var chunkPools [len(chunkSizes)]sync.Pool
 type chunk struct {
 	b     []byte
 	class int
+	at    int64 // t_us of its write, in an outbox
 	next  *chunk
 }
 
@@ -46,7 +47,7 @@ func newChunk(b []byte) *chunk {
 }
 
 func freeChunk(ck *chunk) {
-	ck.next = nil
+	ck.next, ck.at = nil, 0
 	chunkPools[ck.class].Put(ck)
 }
 

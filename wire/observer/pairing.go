@@ -23,22 +23,24 @@ type pairing struct {
 	mu      sync.Mutex
 	known   int64            // requests recorded
 	pending map[int64]string // HEAD and CONNECT requests not yet answered
-	busy    bool             // the request direction holds a chunk not parsed yet
+	busy    int              // chunks of the request direction passed and not parsed yet
 	stopped bool             // the request direction stopped parsing
 	wake    chan struct{}    // closed when busy ends, if the other side waits
 }
 
-// begin marks a chunk of the request direction read and not yet parsed;
-// done marks it parsed.
+// begin marks a chunk of the request direction passed and not yet parsed;
+// done marks the oldest such chunk parsed. The direction written by the
+// relay parses its chunks after the write, on a goroutine of its own
+// (outbox), so several may be passed and not parsed yet.
 func (p *pairing) begin() {
 	p.mu.Lock()
-	p.busy = true
+	p.busy++
 	p.mu.Unlock()
 }
 
 func (p *pairing) done() {
 	p.mu.Lock()
-	p.busy = false
+	p.busy--
 	if p.wake != nil {
 		close(p.wake)
 		p.wake = nil
@@ -87,7 +89,7 @@ func (p *pairing) method(x int64) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var timeout <-chan time.Time
-	for p.known < x && p.busy && !p.stopped {
+	for p.known < x && p.busy > 0 && !p.stopped {
 		if p.wake == nil {
 			p.wake = make(chan struct{})
 		}

@@ -544,3 +544,81 @@ func TestRecordsNoLaterThanTheirReader(t *testing.T) {
 		assert.LessOrEqual(t, r.TUS, received, "event %s recorded at %d µs, after the client had it at %d µs", r.EventID, r.TUS, received)
 	}
 }
+
+// gateSink keeps every record and holds the first event's record until
+// open is closed: a sink (a trigger, the disk) that has fallen behind.
+type gateSink struct {
+	*collect
+	held chan struct{} // closed when the first event's record is held
+	open chan struct{}
+	once sync.Once
+}
+
+func (s *gateSink) Observe(r *wire.Record) {
+	if r.Kind == wire.KindEvent {
+		s.once.Do(func() { close(s.held) })
+		<-s.open
+	}
+	s.collect.Observe(r)
+}
+
+// TestRecordingDoesNotHoldTheRelaysWrites: what the relay writes to the
+// client is recorded beside its path, so a sink held on the first event
+// lets the next events reach the client (they are written one by one, the
+// second only once the first was recorded as held), and every event is
+// recorded once the sink lets go, in order and stamped before the client
+// read it.
+func TestRecordingDoesNotHoldTheRelaysWrites(t *testing.T) {
+	sink := &gateSink{collect: newCollect(t), held: make(chan struct{}), open: make(chan struct{})}
+	upstream := serveTCP(t, func(c *net.TCPConn) {
+		_, _ = io.ReadAll(io.LimitReader(c, int64(len(post("{}")))))
+		_, err := io.WriteString(c, sseHead+strings.TrimSuffix(chunked(progressEvent("1", 1)), "0\r\n\r\n"))
+		assert.NoError(t, err)
+		select {
+		case <-sink.held:
+		case <-time.After(waitFor):
+			t.Error("the first event was never recorded")
+			return
+		}
+		for i := 2; i <= 4; i++ {
+			_, err = io.WriteString(c, strings.TrimSuffix(chunked(progressEvent(fmt.Sprint(i), i)), "0\r\n\r\n"))
+			assert.NoError(t, err)
+		}
+	})
+	clock := runclock.Start()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	tap, err := observer.Start(context.Background(), ln, observer.Config{Upstream: upstream, Relay: relay, Clock: clock, Sink: atEdge(wire.EdgeClient, sink)})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, tap.Close()) })
+	t.Cleanup(func() {
+		select {
+		case <-sink.open:
+		default:
+			close(sink.open)
+		}
+	})
+
+	c := dial(t, tap.Addr())
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(waitFor)))
+	_, err = c.Write([]byte(post("{}")))
+	require.NoError(t, err)
+	var got []byte
+	buf := make([]byte, 4096)
+	for bytes.Count(got, []byte("\n\n")) < 4 {
+		n, err := c.Read(buf)
+		require.NoError(t, err, "the events after the held one never reached the client: recording held the relay")
+		got = append(got, buf[:n]...)
+	}
+	received := clock.Micros()
+	assert.Empty(t, only(sink.all(), kind(wire.KindEvent, 0)), "the sink still holds the first event")
+	close(sink.open)
+
+	recs := sink.awaitN(t, "the four events", kind(wire.KindEvent, 0), 4)
+	var ids []string
+	for _, r := range only(recs, kind(wire.KindEvent, 0)) {
+		ids = append(ids, r.EventID)
+		assert.LessOrEqual(t, r.TUS, received, "event %s recorded at %d µs, after the client had it at %d µs", r.EventID, r.TUS, received)
+	}
+	assert.Equal(t, []string{"1", "2", "3", "4"}, ids)
+}

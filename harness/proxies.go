@@ -48,7 +48,7 @@ func (e *experiment) startProxies(ctx context.Context, upstream string) error {
 		e.progress("spreading %d clients over %d proxy agents (open-file limit)", e.plan.Template.Clients, n)
 	}
 	for k, name := range e.proxyNames() {
-		spec := agent.Spec{Role: agent.RoleProxy, Port: 8474}
+		spec := agent.Spec{Role: agent.RoleProxy, Port: 8474, PeerPorts: []int{proxyPort}}
 		if n > 1 {
 			spec.Args = []string{"--share", strconv.Itoa(k + 1), "--shares", strconv.Itoa(n)}
 		}

@@ -67,23 +67,3 @@ func (u *unlockOnClose) Close() error {
 	u.once.Do(u.unlock)
 	return err
 }
-
-func newCleanCmd() *cobra.Command {
-	var runID string
-	cmd := &cobra.Command{
-		Use:   "clean",
-		Short: "Remove every container, network and volume the docker runtime left behind (after a crash)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			removed, err := docker.Clean(cmd.Context(), runID)
-			if err != nil {
-				return withCode(exitHarness, err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed %d containers, %d networks, %d volumes\n",
-				removed.Containers, removed.Networks, removed.Volumes)
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&runID, "run", "", "only what this run id created (default: everything chaosrun created)")
-	return cmd
-}

@@ -323,6 +323,7 @@ func TestRuntimeValuesComplete(t *testing.T) {
 		require.Equal(t, exitMet, code)
 		assert.Contains(t, out, "local\t")
 		assert.Contains(t, out, "docker\t")
+		assert.Contains(t, out, "kubernetes\t")
 	}
 }
 

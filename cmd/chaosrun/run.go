@@ -12,6 +12,7 @@ import (
 	"github.com/chaosrun/chaosrun/harness"
 	"github.com/chaosrun/chaosrun/harness/agent"
 	"github.com/chaosrun/chaosrun/harness/docker"
+	"github.com/chaosrun/chaosrun/harness/kube"
 	"github.com/chaosrun/chaosrun/harness/local"
 	"github.com/chaosrun/chaosrun/harness/results"
 	"github.com/chaosrun/chaosrun/harness/spec"
@@ -31,6 +32,7 @@ type runFlags struct {
 	repeat    int
 	varySeed  bool
 	docker    dockerFlags
+	kube      kubeFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -53,9 +55,10 @@ N-th from the I-th on, so the shards cover every experiment once and differ in s
 one. 'chaosrun merge' joins the shards' results.` + exitCodes,
 		Example: `  chaosrun run experiments/double-charge-lb-idle.yaml experiments/silent-loss-evicted-resume.yaml
   chaosrun run --repeat 20 --parallel 2 experiments/reset-storm.yaml
-  chaosrun run --runtime docker --out /tmp/results experiments/`,
+  chaosrun run --runtime docker --out /tmp/results experiments/
+  KUBECONFIG=~/.kube/config chaosrun run --runtime kubernetes --kube-load "kind load docker-image" experiments/double-charge-lb-idle.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			exps, err := loadExperiments(args)
+			exps, err := loadExperimentsFor(args, f.runtime)
 			if err != nil {
 				return err
 			}
@@ -72,7 +75,7 @@ one. 'chaosrun merge' joins the shards' results.` + exitCodes,
 func (f *runFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "results", "results root; the run writes OUT/<run-id>/")
-	fl.StringVar(&f.runtime, "runtime", "local", "where agents run: local (child processes) or docker (containers)")
+	fl.StringVar(&f.runtime, "runtime", "local", "where agents run: local (child processes), docker (containers) or kubernetes (pods)")
 	fl.IntVar(&f.parallel, "parallel", runtime.NumCPU(), "experiments run at once")
 	fl.Int64Var(&f.seed, "seed", 0, "replace every experiment's seed")
 	fl.Float64Var(&f.timeScale, "time-scale", 0, "replace every experiment's time_scale")
@@ -81,9 +84,11 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "agents log at debug level; progress names every agent's URL and log")
 	fl.StringVar(&f.shard, "shard", "", "run only share I of N of the experiments (I/N, as in 2/4): sorted by name, every N-th from the I-th")
 	_ = cmd.RegisterFlagCompletionFunc("runtime", cobra.FixedCompletions(
-		[]string{"local\tagents as child processes on 127.0.0.1", "docker\tagents in containers on a private network"},
+		[]string{"local\tagents as child processes on 127.0.0.1", "docker\tagents in containers on a private network",
+			"kubernetes\tagents as pods in a namespace per experiment"},
 		cobra.ShellCompDirectiveNoFileComp))
 	f.docker.register(cmd)
+	f.kube.register(cmd)
 }
 
 func (f *runFlags) overrides(cmd *cobra.Command) (spec.Overrides, error) {
@@ -180,7 +185,7 @@ func (f *runFlags) execute(cmd *cobra.Command, all []*spec.Plan) (*results.Run, 
 // knownRuntimes are what each runtime --runtime names can run, so that an
 // experiment is checked against its runtime before any runtime is made.
 func knownRuntimes() []agent.Capabilities {
-	return []agent.Capabilities{local.Capabilities(), docker.Capabilities()}
+	return []agent.Capabilities{local.Capabilities(), docker.Capabilities(), kube.Capabilities()}
 }
 
 // runtimeCapabilities are the capabilities of the runtime named name.
@@ -202,8 +207,15 @@ func (f *runFlags) factory(cmd *cobra.Command) (harness.RuntimeFactory, error) {
 	case docker.Name:
 		logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		return f.docker.factory(cmd.Context(), logger)
+	case kube.Name:
+		level := slog.LevelWarn
+		if f.verbose { // where an experiment's time goes: pods, namespaces
+			level = slog.LevelDebug
+		}
+		logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+		return f.kube.factory(cmd.Context(), cmd.ErrOrStderr(), logger)
 	}
-	return nil, withCode(exitInvalid, fmt.Errorf("--runtime: must be local or docker, got %q", f.runtime))
+	return nil, withCode(exitInvalid, fmt.Errorf("--runtime: must be local, docker or kubernetes, got %q", f.runtime))
 }
 
 // finish prints the summary, copies the JUnit report if asked, and turns

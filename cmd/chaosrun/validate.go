@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/chaosrun/chaosrun/harness/agent"
 	"io/fs"
 	"os"
 	"strings"
@@ -18,6 +19,14 @@ const defaultExperiments = "experiments"
 // that their bring-your-own programs can be started from here; every
 // problem in every file is an invalid-input error.
 func loadExperiments(paths []string) ([]*spec.Experiment, error) {
+	return loadExperimentsFor(paths, "")
+}
+
+// loadExperimentsFor loads experiments to run on the runtime named
+// runtime ("" for none in particular): what that runtime cannot run is
+// refused first, with its reason, and a program it would not run anyway
+// is not looked for on this machine.
+func loadExperimentsFor(paths []string, runtime string) ([]*spec.Experiment, error) {
 	if len(paths) == 0 {
 		if _, err := os.Stat(defaultExperiments); errors.Is(err, fs.ErrNotExist) {
 			wd, _ := os.Getwd()
@@ -26,7 +35,11 @@ func loadExperiments(paths []string) ([]*spec.Experiment, error) {
 		paths = []string{defaultExperiments}
 	}
 	exps, err := spec.LoadPaths(paths)
-	if err == nil {
+	caps, known := runtimeCapabilities(runtime)
+	if err == nil && known {
+		err = checkRuntime(exps, caps)
+	}
+	if err == nil && (!known || caps.Programs) {
 		err = spec.CheckCommands(exps)
 	}
 	if errors.Is(err, spec.ErrInvalid) {
@@ -84,4 +97,20 @@ func newListCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
+}
+
+// checkRuntime refuses, all at once, what in exps the runtime of caps
+// cannot run.
+func checkRuntime(exps []*spec.Experiment, caps agent.Capabilities) error {
+	var problems []spec.Problem
+	for _, x := range exps {
+		var se *spec.Error
+		if errors.As(x.CheckRuntime(caps, knownRuntimes()), &se) {
+			problems = append(problems, se.Problems...)
+		}
+	}
+	if len(problems) > 0 {
+		return &spec.Error{Problems: problems}
+	}
+	return nil
 }

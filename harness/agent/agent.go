@@ -67,6 +67,11 @@ type Spec struct {
 	// Port is the port the agent listens on inside its own network
 	// namespace (a container); 0 on loopback, where the runtime picks one.
 	Port int
+	// PeerPorts are further ports the agent opens inside its own network
+	// namespace for its peers (the proxy agent's client edge). A runtime
+	// whose peers reach an agent only on ports it declares (a Kubernetes
+	// Service) declares these too; the others may ignore them.
+	PeerPorts []int
 	// Serves is false for an agent that prints no URL (the client).
 	Serves bool
 	// Clock is the run's base clock, the zero of every time the agent
@@ -213,13 +218,16 @@ type Capabilities struct {
 	Daemons []string
 	// Pause: it freezes an agent and thaws it (Process.Pause).
 	Pause bool
+	// Programs: it runs a bring-your-own program of the runner's machine
+	// in an agent (a server or client target command; Spec.Program).
+	Programs bool
 	// OpenFiles is how many files each agent may open, when the agents
 	// share one limit the runner can read (the local runtime's child
 	// processes: RLIMIT_NOFILE); 0 when each has its own (containers).
 	OpenFiles uint64
 	// Why says, in the runtime's words, why it lacks a capability, keyed
-	// by CapImages, CapFixedAddresses, CapDaemons or CapPause; shown after
-	// a refusal.
+	// by CapImages, CapFixedAddresses, CapDaemons, CapPause or CapPrograms;
+	// shown after a refusal.
 	Why map[string]string
 }
 
@@ -229,4 +237,5 @@ const (
 	CapFixedAddresses = "fixed_addresses"
 	CapDaemons        = "daemons"
 	CapPause          = "pause"
+	CapPrograms       = "programs"
 )

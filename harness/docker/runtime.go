@@ -99,11 +99,11 @@ var _ agent.Runtime = (*Runtime)(nil)
 const Name = "docker"
 
 // Capabilities is what the docker runtime runs: a server's own image, and
-// a pause (a container pause); not a fixed address on the runner's
-// loopback, nor the programs the runner starts there. Each container has
-// its own open-file limit.
+// a pause (a container pause), a static program of the user's copied in;
+// not a fixed address on the runner's loopback, nor the programs the runner
+// starts there. Each container has its own open-file limit.
 func Capabilities() agent.Capabilities {
-	return agent.Capabilities{Runtime: Name, Images: true, Pause: true, Why: map[string]string{
+	return agent.Capabilities{Runtime: Name, Images: true, Pause: true, Programs: true, Why: map[string]string{
 		agent.CapFixedAddresses: "in a container the server listens on $CHAOSRUN_LISTEN_ADDR (0.0.0.0:8080), or takes it by {addr} or {port}",
 		agent.CapDaemons:        "the docker runtime has no image of it",
 	}}

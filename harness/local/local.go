@@ -60,10 +60,11 @@ const Name = "local"
 // Capabilities is what the local runtime runs: no images; its agents
 // share the runner's loopback, so a server may listen on a fixed address
 // and the agents reach the programs the runner starts there (nginx,
-// HAProxy, redis-server); it pauses an agent with SIGSTOP. Its agents share
+// HAProxy, redis-server); it pauses an agent with SIGSTOP, and runs the
+// user's programs as they are. Its agents share
 // one open-file limit, which the runtime's own Capabilities method reads.
 func Capabilities() agent.Capabilities {
-	return agent.Capabilities{Runtime: Name, FixedAddresses: true, Daemons: []string{"nginx", "haproxy", "redis"}, Pause: true}
+	return agent.Capabilities{Runtime: Name, FixedAddresses: true, Daemons: []string{"nginx", "haproxy", "redis"}, Pause: true, Programs: true}
 }
 
 // Capabilities is the package's, with the open-file limit its agents

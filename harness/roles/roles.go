@@ -112,6 +112,6 @@ func Command() *cobra.Command {
 its bound URL as the first line of stdout, so a parent reads it instead of guessing ports; it
 stops gracefully on SIGTERM.`,
 	}
-	cmd.AddCommand(newLedgerAgentCmd(), newServerAgentCmd(), newProxyAgentCmd(), newClientAgentCmd())
+	cmd.AddCommand(newLedgerAgentCmd(), newServerAgentCmd(), newProxyAgentCmd(), newClientAgentCmd(), newKeeperAgentCmd(), newSignalAgentCmd())
 	return cmd
 }

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"github.com/chaosrun/chaosrun/harness/agent"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,4 +142,36 @@ func TestWhatOneServerDoesIsRefusedWithReplicas(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+func TestAProgramOfYourOwnNeedsARuntimeThatRunsPrograms(t *testing.T) {
+	noPrograms := agent.Capabilities{Runtime: "pods", Why: map[string]string{agent.CapPrograms: "its image holds only chaosrun"}}
+	tests := []struct {
+		name, server, client, want string
+	}{
+		{"a server command", "server:\n  target: command\n  command: [bin/srv, --addr, \"{addr}\"]\n", "",
+			"x.yaml:7:13: server.command[0]: a program of your own (bin/srv) runs only on the local or docker runtime (--runtime local or docker), not on pods: its image holds only chaosrun"},
+		{"a client command", "", "client:\n  target: command\n  command: [bin/cli]\n",
+			"client.command[0]: a program of your own (bin/cli) runs only on the local or docker runtime"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := good
+			if tc.server != "" {
+				src = strings.Replace(src, "server:\n  retention_events: 100\n  keepalive: 0s\n", tc.server, 1)
+			}
+			if tc.client != "" {
+				src = strings.Replace(src, "client:\n  target: naive\n  backoff: {initial: 1s, max: 30s, retries: 1}\n", tc.client, 1)
+			}
+			x, err := Parse("x.yaml", []byte(src))
+			require.NoError(t, err)
+			require.NoError(t, checkRuntime(x, "local"))
+			err = x.CheckRuntime(noPrograms, runtimes)
+			require.ErrorIs(t, err, ErrInvalid)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+	ref, err := Parse("x.yaml", []byte(good))
+	require.NoError(t, err)
+	assert.NoError(t, ref.CheckRuntime(noPrograms, runtimes), "chaosrun's own targets run without programs")
 }

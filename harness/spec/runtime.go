@@ -13,7 +13,8 @@ import (
 // CheckRuntime reports, as input errors located at the setting that asks
 // for it, whatever in the experiment the runtime rt cannot run, as its
 // capabilities say: a server image, a fixed listen address, a program the
-// runner starts beside the agents (a balancer, redis), a pause. known are
+// runner starts beside the agents (a balancer, redis), a pause, a program
+// of the user's (a target command). known are
 // the capabilities of every runtime there is, so that a refusal can say
 // where the experiment would run; rt among them is skipped.
 func (x *Experiment) CheckRuntime(rt agent.Capabilities, known []agent.Capabilities) error {
@@ -32,6 +33,12 @@ func (x *Experiment) CheckRuntime(rt agent.Capabilities, known []agent.Capabilit
 		for _, n := range wanted(b.opts) {
 			subject, capability, has := need(n.What)
 			refuse(b.key+"."+n.Field, subject, capability, has)
+		}
+		if c, ok := b.opts.(targets.Commanded); ok {
+			if prog, field := c.Program(); prog != "" {
+				refuse(b.key+"."+field, "a program of your own ("+prog+")", agent.CapPrograms,
+					func(c agent.Capabilities) bool { return c.Programs })
+			}
 		}
 	}
 	if bl := x.Balancer; bl != nil {

@@ -17,7 +17,7 @@
 // through. A new top-level folder fails the test until it is given a row.
 //
 // Within the harness, a runtime (harness/agent, harness/local,
-// harness/docker) knows agents, not experiments, targets or faults: it
+// harness/docker, harness/kube) knows agents, not experiments, targets or faults: it
 // starts what it is given and reports its capabilities. And a target's
 // implementation (targets/server, targets/client, targets/gosdk,
 // targets/mcpgo) is imported only within targets, by the agent that runs

@@ -46,6 +46,7 @@ var mayUse = []rule{
 	{"harness/agent", []string{"internal"}, "the runtime contract knows agents, not experiments"},
 	{"harness/local", []string{"harness/agent", "internal"}, "a runtime knows agents, not experiments, targets or faults"},
 	{"harness/docker", []string{"harness/agent", "targets/byo", "internal"}, "a runtime knows agents, not experiments, targets or faults"},
+	{"harness/kube", []string{"harness/agent", "harness/kube", "internal"}, "a runtime knows agents, not experiments, targets or faults (agentside is its half inside the pods)"},
 }
 
 // entry names packages and the only packages that may import them

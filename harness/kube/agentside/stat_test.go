@@ -1,0 +1,8 @@
+package agentside
+
+import (
+	"os"
+	"syscall"
+)
+
+func uidOf(info os.FileInfo) uint32 { return info.Sys().(*syscall.Stat_t).Uid }

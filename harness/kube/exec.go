@@ -1,0 +1,45 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+)
+
+// exec runs command in the agent container of pod and fails, with what it
+// printed, unless it exits 0. It speaks WebSocket, or SPDY to an API server
+// that does not take WebSocket, as kubectl does.
+func (r *Runtime) exec(ctx context.Context, pod string, command ...string) error {
+	u := r.c.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(r.ns).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: containerName, Command: command, Stdout: true, Stderr: true},
+			scheme.ParameterCodec).URL()
+	ws, err := remotecommand.NewWebSocketExecutor(r.c.config, "GET", u.String())
+	if err != nil {
+		return fmt.Errorf("exec in %s: %w", pod, err)
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(r.c.config, "POST", u)
+	if err != nil {
+		return fmt.Errorf("exec in %s: %w", pod, err)
+	}
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, upgradeFailed)
+	if err != nil {
+		return fmt.Errorf("exec in %s: %w", pod, err)
+	}
+	var out bytes.Buffer
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out}); err != nil {
+		return fmt.Errorf("exec %s in %s: %w: %s", strings.Join(command, " "), pod, err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
+
+// upgradeFailed tells an API server that does not speak the first
+// protocol tried.
+func upgradeFailed(err error) bool {
+	return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+}

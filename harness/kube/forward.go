@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 )
@@ -164,8 +164,8 @@ func (r *Runtime) dialPod(ctx context.Context, pod string) (httpstream.Connectio
 	if err != nil {
 		return nil, fmt.Errorf("port-forward to %s: %w", pod, err)
 	}
-	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-	ws, err := portforward.NewSPDYOverWebsocketDialer(u, r.c.config)
+	dialer := spdy.NewDialerForStreaming(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
+	ws, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, r.c.config)
 	if err != nil {
 		return nil, fmt.Errorf("port-forward to %s: %w", pod, err)
 	}
@@ -175,7 +175,7 @@ func (r *Runtime) dialPod(ctx context.Context, pod string) (httpstream.Connectio
 	}
 	res := make(chan dialed, 1)
 	go func() {
-		conn, proto, err := portforward.NewFallbackDialer(ws, dialer, upgradeFailed).Dial(portforward.PortForwardProtocolV1Name)
+		conn, proto, err := portforward.NewFallbackDialerForStreaming(ws, dialer, upgradeFailed).Dial(portforward.PortForwardProtocolV1Name)
 		if err == nil && proto != portforward.PortForwardProtocolV1Name {
 			conn.Close()
 			conn, err = nil, fmt.Errorf("the API server speaks %q, not %q", proto, portforward.PortForwardProtocolV1Name)

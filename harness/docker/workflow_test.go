@@ -42,6 +42,10 @@ func TestNightlyWorkflowPassesActionlint(t *testing.T) {
 		"shard: [1, 2, 3, 4]", "--shard ${{ matrix.shard }}/4", "needs: experiments", "actions/download-artifact@",
 		"pattern: chaosrun-shard-*", "bin/chaosrun merge --out results/library --junit results/junit.xml shards/*/library",
 		"shards/*/matrix", "shards/*/blackbox", "scripts/fuzz 10m", "FUZZ_SHARD: ${{ matrix.shard }}/10",
+		// The kubernetes runtime on a cluster built on the runner, its
+		// tests required, the library on it, nothing left behind.
+		"scripts/kube/cluster up", `CHAOSRUN_REQUIRE_KUBE: "1"`, "go test -race ./harness/kube/... ./cmd/chaosrun",
+		"--runtime kubernetes", "scripts/kube/cluster down", "get namespaces -l chaosrun=1",
 	} {
 		assert.Contains(t, string(content), want)
 	}

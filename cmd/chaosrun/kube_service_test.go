@@ -12,29 +12,55 @@ import (
 	"github.com/chaosrun/chaosrun/harness/check"
 )
 
-// TestKubeBalancesReplicasByAService runs the experiments of
+// TestKubeBalancesReplicasByAService runs each experiment of
 // experiments/kubernetes on the cluster: three server replicas behind a
 // Service, one of them crashed. Each meets its expectation, the crash
 // broke calls in flight (the expectations ask for it), and nothing of the
-// run is left in the cluster.
+// run is left in the cluster. Which replica kube-proxy sends a call to is
+// chance, so now and then no call is on the crashed replica: that run is
+// inconclusive (fault_hit), never a pass, and the experiment runs once
+// more; any other outcome counts as it is.
 func TestKubeBalancesReplicasByAService(t *testing.T) {
 	f := needKube(t)
 	files, err := filepath.Glob("../../experiments/kubernetes/*.yaml")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	out := t.TempDir()
-	code, dir, _ := kubeRun(context.Background(), t, f, out, append([]string{"--parallel", "2"}, files...)...)
-	assert.Equal(t, exitMet, code)
-	run := runOf(t, dir)
-	require.Len(t, run.Results, len(files))
-	for _, x := range run.Results {
-		assert.True(t, x.Met, "%s: %v %s", x.Name, x.Reasons, x.Error)
-		v, err := check.LoadVerdict(filepath.Join(dir, x.Name, check.VerdictFile))
-		require.NoError(t, err)
-		assert.Positive(t, v.Figures.CallsUnknown+v.Figures.BlindRetries, "%s: the crash of replica 2 broke no call", x.Name)
-		t.Logf("%s: %s %v %+v", x.Name, v.Verdict, v.Violations, v.Figures)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			code, dir, v := kubeServiceRun(t, f, file)
+			if missed(v) {
+				t.Logf("the crash hit no call (kube-proxy sent none to the crashed replica): running it once more")
+				code, dir, v = kubeServiceRun(t, f, file)
+			}
+			assert.Equal(t, exitMet, code)
+			run := runOf(t, dir)
+			require.Len(t, run.Results, 1)
+			x := run.Results[0]
+			assert.True(t, x.Met, "%s: %v %s", x.Name, x.Reasons, x.Error)
+			assert.Positive(t, v.Figures.CallsUnknown+v.Figures.BlindRetries, "%s: the crash of replica 2 broke no call", x.Name)
+			t.Logf("%s: %s %v %+v", x.Name, v.Verdict, v.Violations, v.Figures)
+			assert.Empty(t, namespacesOf(t, f, run.ID))
+		})
 	}
-	assert.Empty(t, namespacesOf(t, f, run.ID))
+}
+
+// kubeServiceRun runs one experiment on the cluster and returns the exit
+// code, the run's folder and the experiment's verdict.
+func kubeServiceRun(t *testing.T, f kubeFixture, file string) (int, string, check.Verdict) {
+	t.Helper()
+	code, dir, _ := kubeRun(context.Background(), t, f, t.TempDir(), file)
+	run := runOf(t, dir)
+	require.Len(t, run.Results, 1)
+	v, err := check.LoadVerdict(filepath.Join(dir, run.Results[0].Name, check.VerdictFile))
+	require.NoError(t, err)
+	return code, dir, v
+}
+
+// missed reports whether a verdict is inconclusive because the fault hit
+// no call in flight.
+func missed(v check.Verdict) bool {
+	hit, ok := v.Result(check.FaultHit)
+	return v.Verdict == check.Inconclusive && ok && !hit.Held()
 }
 
 // TestServiceBalancerIsRefusedWhereItCannotRun: a balancer of kind

@@ -211,7 +211,8 @@ func (e *experiment) drive(ctx context.Context) (time.Duration, error) {
 	if err := <-faultsDone; err != nil && !errors.Is(err, faults.ErrInjection) {
 		return 0, err
 	}
-	if b := e.plan.Balancer; b != nil {
+	if b := e.plan.Balancer; b != nil && b.Kind != balancer.Service {
+		// A Service has no timeouts of its own to stand as a condition.
 		if err := flog.Write(balancerEntry(b, len(e.plan.Faults), env.WorkloadStart, e.clock.Now())); err != nil {
 			return 0, err
 		}

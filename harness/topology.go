@@ -182,12 +182,38 @@ func (e *experiment) startTopology(ctx context.Context) error {
 		upstreams = append(upstreams, server.PeerAddr())
 	}
 	upstream := upstreams[0]
-	if e.plan.Balancer != nil {
+	switch b := e.plan.Balancer; {
+	case b != nil && b.Kind == balancer.Service:
+		if upstream, err = e.startService(ctx, b, n); err != nil {
+			return err
+		}
+	case b != nil:
 		if upstream, err = e.startBalancer(ctx, upstreams); err != nil {
 			return err
 		}
 	}
 	return e.startProxies(ctx, upstream)
+}
+
+// startService has the runtime balance the n server replicas itself (a
+// Kubernetes Service over their pods) and returns the address the proxy
+// reaches it at. CheckRuntime keeps kind service off runtimes that cannot
+// (agent.Capabilities.Services).
+func (e *experiment) startService(ctx context.Context, b *spec.BalancerPlan, n int) (string, error) {
+	rt, ok := e.rt.(agent.Balancing)
+	if !ok {
+		return "", fmt.Errorf("balancer of kind %s: the %s runtime balances no agents itself", b.Kind, e.rt.Capabilities().Runtime)
+	}
+	e.progress("balancing %d replica(s) by a service (balance %s)", n, b.Balance)
+	addr, err := rt.Balance(ctx, agent.Balance{Name: roleBalancer, Role: agent.RoleServer, Port: serverPort,
+		Members: n, Affinity: b.Balance == balancer.Source})
+	if err != nil {
+		return "", err
+	}
+	if e.verbose {
+		e.progress("service %s leads to %d replica(s)", addr, n)
+	}
+	return addr, nil
 }
 
 // startBalancer starts the plan's balancer in front of the replicas at
@@ -213,6 +239,10 @@ func (e *experiment) startBalancer(ctx context.Context, upstreams []string) (str
 	}
 	return p.Addr(), nil
 }
+
+// serverPort is the port a server replica listens on in its own network
+// namespace (a container, a pod), where a runtime has one.
+const serverPort = 8080
 
 // roleBalancer names the balancer's folders and the balancer as process
 // faults reach it; it is not an agent.
@@ -327,7 +357,7 @@ type serverShared struct{ redis, owner string }
 // ledgerURL, with its configuration; for a target that runs an image, the
 // image the runtime runs in its place, which is given no configuration.
 func serverSpec(p *spec.Plan, ledgerURL string, shared serverShared) (agent.Spec, error) {
-	s := agent.Spec{Role: agent.RoleServer, Port: 8080, LedgerURL: ledgerURL}
+	s := agent.Spec{Role: agent.RoleServer, Port: serverPort, LedgerURL: ledgerURL}
 	if im, ok := p.Server.Options.(targets.Imaged); ok {
 		s.Image = im.ContainerImage()
 		return s, nil

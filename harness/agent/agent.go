@@ -221,12 +221,17 @@ type Capabilities struct {
 	// Programs: it runs a bring-your-own program of the runner's machine
 	// in an agent (a server or client target command; Spec.Program).
 	Programs bool
+	// Services: the runtime itself spreads requests over a role's agents
+	// (a Kubernetes Service over every server replica's pod), and
+	// implements Balancing (a balancer: of kind service).
+	Services bool
 	// OpenFiles is how many files each agent may open, when the agents
 	// share one limit the runner can read (the local runtime's child
 	// processes: RLIMIT_NOFILE); 0 when each has its own (containers).
 	OpenFiles uint64
 	// Why says, in the runtime's words, why it lacks a capability, keyed
-	// by CapImages, CapFixedAddresses, CapDaemons, CapPause or CapPrograms;
+	// by CapImages, CapFixedAddresses, CapDaemons, CapPause, CapPrograms or
+	// CapServices;
 	// shown after a refusal.
 	Why map[string]string
 }
@@ -238,4 +243,5 @@ const (
 	CapDaemons        = "daemons"
 	CapPause          = "pause"
 	CapPrograms       = "programs"
+	CapServices       = "services"
 )

@@ -13,10 +13,13 @@ import (
 	"github.com/chaosrun/chaosrun/internal/daemon"
 )
 
-// Kinds of balancer.
+// Kinds of balancer. Service is not a program this package runs: it is
+// the runtime's own (a Kubernetes Service, agent.Balancing), with no
+// settings but its balancing method.
 const (
 	Nginx   = "nginx"
 	HAProxy = "haproxy"
+	Service = "service"
 )
 
 // Balancing methods: every request to the next replica, by the client's
@@ -29,8 +32,11 @@ const (
 
 // Kinds and Methods are the accepted values.
 var (
-	Kinds   = []string{Nginx, HAProxy}
+	Kinds   = []string{Nginx, HAProxy} // the kinds this package runs
 	Methods = []string{RoundRobin, Source, SessionHeader}
+	// ServiceMethods are a Service's: kube-proxy's own choice per
+	// connection, or session affinity by client address (ClientIP).
+	ServiceMethods = []string{RoundRobin, Source}
 )
 
 // ErrMissing is wrapped when the balancer's binary is not installed.

@@ -106,6 +106,7 @@ func Capabilities() agent.Capabilities {
 	return agent.Capabilities{Runtime: Name, Images: true, Pause: true, Programs: true, Why: map[string]string{
 		agent.CapFixedAddresses: "in a container the server listens on $CHAOSRUN_LISTEN_ADDR (0.0.0.0:8080), or takes it by {addr} or {port}",
 		agent.CapDaemons:        "the docker runtime has no image of it",
+		agent.CapServices:       "a Service is the cluster's; the docker runtime runs containers on one Docker host, with no balancer of its own",
 	}}
 }
 

@@ -41,7 +41,7 @@ const (
 // address on the runner's loopback, nor the programs the runner starts
 // there. Each pod has its own open-file limit.
 func Capabilities() agent.Capabilities {
-	return agent.Capabilities{Runtime: Name, Pause: true, Why: map[string]string{
+	return agent.Capabilities{Runtime: Name, Pause: true, Services: true, Why: map[string]string{
 		agent.CapImages:         "the kubernetes runtime runs only chaosrun's own agent image; a server's own image as a pod is not built yet",
 		agent.CapPrograms:       "an agent's pod holds only the chaosrun binary of the agent image, and the runtime copies no program of yours into it",
 		agent.CapFixedAddresses: "in a pod the server listens on the address it is given ($CHAOSRUN_LISTEN_ADDR, {addr} or {port})",

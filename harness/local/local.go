@@ -64,7 +64,8 @@ const Name = "local"
 // user's programs as they are. Its agents share
 // one open-file limit, which the runtime's own Capabilities method reads.
 func Capabilities() agent.Capabilities {
-	return agent.Capabilities{Runtime: Name, FixedAddresses: true, Daemons: []string{"nginx", "haproxy", "redis"}, Pause: true, Programs: true}
+	return agent.Capabilities{Runtime: Name, FixedAddresses: true, Daemons: []string{"nginx", "haproxy", "redis"}, Pause: true, Programs: true,
+		Why: map[string]string{agent.CapServices: "a Service is the cluster's; the local runtime's agents are processes on loopback, balanced by nginx or haproxy (balancer.kind)"}}
 }
 
 // Capabilities is the package's, with the open-file limit its agents

@@ -54,7 +54,7 @@ func TestBalancerProblemsNameFileLineAndField(t *testing.T) {
 		want  string
 	}{
 		{"kind required", "balancer: {balance: source}\n", "x.yaml:11:11: balancer.kind: is required: one of nginx, haproxy"},
-		{"unknown kind", "balancer: {kind: traefik}\n", "x.yaml:11:18: balancer.kind: must be one of nginx, haproxy, got \"traefik\""},
+		{"unknown kind", "balancer: {kind: traefik}\n", "x.yaml:11:18: balancer.kind: must be one of nginx, haproxy, service, got \"traefik\""},
 		{"unknown method", "balancer: {kind: nginx, balance: leastconn}\n", "x.yaml:11:34: balancer.balance: must be one of roundrobin, source, header Mcp-Session-Id"},
 		{"haproxy setting on nginx", "balancer: {kind: nginx, timeout_server: 60s}\n", "x.yaml:11:41: balancer.timeout_server: is not a setting of nginx"},
 		{"nginx setting on haproxy", "balancer: {kind: haproxy, proxy_read_timeout: 60s}\n", "x.yaml:11:47: balancer.proxy_read_timeout: is not a setting of haproxy"},

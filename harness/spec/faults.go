@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/chaosrun/chaosrun/faults"
+	"github.com/chaosrun/chaosrun/harness/balancer"
 	"github.com/chaosrun/chaosrun/internal/field"
 	"github.com/chaosrun/chaosrun/targets"
 	"github.com/chaosrun/chaosrun/targets/catalog"
@@ -69,8 +70,12 @@ func (x *Experiment) validateTarget(bad badFunc, p string, t faults.Target) {
 	switch role := t.Role; {
 	case slices.Contains(agentRoles, role):
 	case role == roleBalancer:
-		if x.Balancer == nil {
+		switch {
+		case x.Balancer == nil:
 			bad(p+".params.role", "there is no balancer: add a balancer: block")
+		case x.Balancer.Kind == balancer.Service:
+			bad(p+".params.role", "a balancer of kind service is no process to crash or pause: it is the cluster's "+
+				"kube-proxy rules, which live on every node; fault a replica (role: server, replica: N) instead")
 		}
 	default:
 		x.validateProgram(bad, p, role)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chaosrun/chaosrun/faults"
 	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/harness/balancer"
 	"github.com/chaosrun/chaosrun/targets"
 )
 
@@ -41,7 +42,10 @@ func (x *Experiment) CheckRuntime(rt agent.Capabilities, known []agent.Capabilit
 			}
 		}
 	}
-	if bl := x.Balancer; bl != nil {
+	if bl := x.Balancer; bl != nil && bl.Kind == balancer.Service {
+		refuse("balancer.kind", "a balancer of kind service (a Kubernetes Service)", agent.CapServices,
+			func(c agent.Capabilities) bool { return c.Services })
+	} else if bl != nil {
 		refuse("balancer", fmt.Sprintf("a balancer (%s)", bl.Kind), agent.CapDaemons, daemon(bl.Kind))
 	}
 	for i, f := range x.Faults {

@@ -129,7 +129,7 @@ func experimentOverlay() map[reflect.Type]typeRules {
 		}},
 		reflect.TypeFor[Balancer](): {
 			fields: map[string]rule{
-				"kind":               oneOfValues(balancer.Kinds...).mustWrite(),
+				"kind":               oneOfValues(balancerKinds...).mustWrite(),
 				"balance":            oneOfValues(balancer.Methods...),
 				"proxy_read_timeout": positiveDuration(),
 				"keepalive_timeout":  positiveDuration(),
@@ -137,7 +137,8 @@ func experimentOverlay() map[reflect.Type]typeRules {
 				"timeout_client":     positiveDuration(),
 				"timeout_tunnel":     positiveDuration(),
 			},
-			allOf: []jsonObj{onlyFor("kind", balancer.Nginx, haproxyOnly), onlyFor("kind", balancer.HAProxy, nginxOnly)},
+			allOf: []jsonObj{onlyFor("kind", balancer.Nginx, haproxyOnly), onlyFor("kind", balancer.HAProxy, nginxOnly),
+				serviceOnly()},
 		},
 		reflect.TypeFor[Workload](): {fields: map[string]rule{
 			"clients": between(0, MaxClients),
@@ -297,6 +298,14 @@ func onlyFor(key, value string, other []string) jsonObj {
 		"if":   jsonObj{"properties": jsonObj{key: jsonObj{"const": value}}, "required": []string{key}},
 		"then": jsonObj{"properties": forbidden},
 	}
+}
+
+// serviceOnly forbids every nginx and HAProxy setting to a balancer of
+// kind service, and limits its balance to what a Service does.
+func serviceOnly() jsonObj {
+	o := onlyFor("kind", balancer.Service, append(slices.Clone(nginxOnly), haproxyOnly...))
+	o["then"].(jsonObj)["properties"].(jsonObj)["balance"] = jsonObj{"enum": balancer.ServiceMethods}
+	return o
 }
 
 func oneOfValues(values ...string) rule { return rule{keywords: jsonObj{"enum": values}} }

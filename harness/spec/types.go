@@ -49,10 +49,12 @@ type Server struct {
 }
 
 // Balancer is a real nginx or HAProxy between the fault proxy and the
-// server, with the settings users set on theirs. Its durations scale with
-// the time scale like every other; an unset one takes the default below.
+// server, with the settings users set on theirs, or a Kubernetes Service
+// (kind service, made by a runtime that implements agent.Balancing), which
+// has no settings but its balance. Its durations scale with the time scale
+// like every other; an unset one takes the default below.
 type Balancer struct {
-	Kind    string `yaml:"kind"`    // nginx | haproxy; required
+	Kind    string `yaml:"kind"`    // nginx | haproxy | service; required
 	Balance string `yaml:"balance"` // roundrobin (default) | source | header Mcp-Session-Id
 
 	ProxyReadTimeout dur.Duration `yaml:"proxy_read_timeout"` // nginx; default 60s (nginx's own)

@@ -259,10 +259,14 @@ func (x *Experiment) validateBalancer(bad badFunc, oneOf oneOfFunc) {
 		return
 	}
 	if _, set := x.nodes["balancer.kind"]; !set {
-		bad("balancer.kind", "is required: one of %s", strings.Join(balancer.Kinds, ", "))
+		bad("balancer.kind", "is required: one of %s", strings.Join(balancerKinds, ", "))
 		return
 	}
-	oneOf("balancer.kind", b.Kind, balancer.Kinds)
+	oneOf("balancer.kind", b.Kind, balancerKinds)
+	if b.Kind == balancer.Service {
+		x.validateService(bad)
+		return
+	}
 	oneOf("balancer.balance", b.Balance, balancer.Methods)
 	other := map[string][]string{balancer.Nginx: haproxyOnly, balancer.HAProxy: nginxOnly}
 	for _, knob := range other[b.Kind] {
@@ -278,6 +282,26 @@ func (x *Experiment) validateBalancer(bad badFunc, oneOf oneOfFunc) {
 	for _, k := range durations {
 		if _, set := x.nodes["balancer."+k.knob]; set && k.d <= 0 {
 			bad("balancer."+k.knob, "must be positive, got %s", k.d)
+		}
+	}
+}
+
+// balancerKinds are the balancer's kinds: the programs package balancer
+// runs, and a service, which a runtime makes (agent.Balancing).
+var balancerKinds = append(slices.Clone(balancer.Kinds), balancer.Service)
+
+// validateService checks a balancer of kind service: a Service balances
+// by connection only, either as kube-proxy picks or by client address, and
+// has none of nginx's or HAProxy's settings.
+func (x *Experiment) validateService(bad badFunc) {
+	b := x.Balancer
+	if !slices.Contains(balancer.ServiceMethods, b.Balance) {
+		bad("balancer.balance", "a service balances %s only, not %q: it sees connections, not requests or their headers",
+			strings.Join(balancer.ServiceMethods, " or "), b.Balance)
+	}
+	for _, knob := range append(slices.Clone(nginxOnly), haproxyOnly...) {
+		if _, set := x.nodes["balancer."+knob]; set {
+			bad("balancer."+knob, "is not a setting of a service: kube-proxy forwards connections, with no timeouts or buffering of its own")
 		}
 	}
 }

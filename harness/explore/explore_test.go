@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -115,11 +116,15 @@ explore: {kinds: [reset, idle_timeout, partition], max_faults: 2, max_window: 30
 `), 0o644))
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	sum, err := Run(ctx, Options{Base: base, Runs: 4, Repeats: 1, ShrinkRuns: 12, Reproduce: 3, Parallel: 2, Out: filepath.Join(dir, "out")})
+	// Eight schedules: whether a reset 0.35 s into the run cuts the call
+	// or the client's start depends on how fast the client starts, and on
+	// a machine loaded by a whole test run the second schedule (the first
+	// to find it on an idle one) found nothing in one run of four.
+	sum, err := Run(ctx, Options{Base: base, Runs: 8, Repeats: 1, ShrinkRuns: 12, Reproduce: 3, Parallel: 2, Out: filepath.Join(dir, "out")})
 	require.NoError(t, err)
 	var charge *Finding
 	for i, f := range sum.Findings {
-		if f.Key == "no_duplicate_side_effects+no_session_fork+no_orphaned_results+outcomes_resolved" {
+		if charge == nil && slices.Contains(f.Violations, "no_duplicate_side_effects") {
 			charge = &sum.Findings[i]
 		}
 	}

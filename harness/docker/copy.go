@@ -4,18 +4,15 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path"
 	"path/filepath"
-	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
 	"github.com/chaosrun/chaosrun/harness/agent"
+	"github.com/chaosrun/chaosrun/internal/untar"
 )
 
 // copyConfig puts the agent's configuration in its state volume, in the
@@ -60,7 +57,7 @@ func (p *process) CopyOut(ctx context.Context, rel, dst string) error {
 	if hdr.Typeflag != tar.TypeReg {
 		return fmt.Errorf("copy out %s: not a regular file", rel)
 	}
-	if err := writeFile(dst, tr, 0o644); err != nil {
+	if err := untar.WriteFile(dst, tr); err != nil {
 		return fmt.Errorf("copy out %s: %w", rel, err)
 	}
 	return nil
@@ -81,59 +78,8 @@ func (p *process) mirrorState(ctx context.Context) error {
 		return fmt.Errorf("copy state of %s: %w", p.spec.Role, err)
 	}
 	defer res.Content.Close()
-	if err := extract(tar.NewReader(res.Content), path.Base(StateDir), p.spec.StateDir); err != nil {
+	if err := untar.Extract(tar.NewReader(res.Content), path.Base(StateDir), p.spec.StateDir); err != nil {
 		return fmt.Errorf("copy state of %s: %w", p.spec.Role, err)
 	}
 	return nil
-}
-
-// extract writes the directories and regular files of an archive whose
-// entries all lie under top into dir. Other entry types are skipped, and no
-// entry may lead outside dir.
-func extract(tr *tar.Reader, top, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		name := path.Clean(hdr.Name)
-		if name == top {
-			continue
-		}
-		rel, ok := strings.CutPrefix(name, top+"/")
-		if !ok || !filepath.IsLocal(rel) {
-			return fmt.Errorf("archive entry %q leads outside the state folder", hdr.Name)
-		}
-		target := filepath.Join(dir, filepath.FromSlash(rel))
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(target, 0o755)
-		case tar.TypeReg:
-			err = writeFile(target, tr, 0o644)
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
-func writeFile(dst string, r io.Reader, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, r); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"archive/tar"
 	"bytes"
 	"os"
 	"os/exec"
@@ -115,36 +114,6 @@ func TestAgentCommandLine(t *testing.T) {
 		agentArgs(agent.Spec{Role: "server", Serves: true, Port: 8080, Args: []string{"--x"}}))
 	assert.Equal(t, []string{"agent", "client", "--state", "/state"}, agentArgs(agent.Spec{Role: "client"}))
 	assert.Equal(t, map[string]string{"A": "1", "B": "x=y", "C": ""}, envMap([]string{"A=1", "B=x=y", "C"}))
-}
-
-func tarOf(t *testing.T, entries map[string]string) *tar.Reader {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for name, body := range entries {
-		h := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}
-		if strings.HasSuffix(name, "/") {
-			h.Typeflag, h.Size = tar.TypeDir, 0
-		}
-		require.NoError(t, tw.WriteHeader(h))
-		_, err := tw.Write([]byte(body))
-		require.NoError(t, err)
-	}
-	require.NoError(t, tw.Close())
-	return tar.NewReader(&buf)
-}
-
-func TestExtractKeepsEntriesInsideTheFolder(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, extract(tarOf(t, map[string]string{"state/": "", "state/a/b": "x"}), "state", dir))
-	got, err := os.ReadFile(filepath.Join(dir, "a", "b"))
-	require.NoError(t, err)
-	assert.Equal(t, "x", string(got))
-
-	for _, name := range []string{"state/../../evil", "other/x", "statex/y"} {
-		err := extract(tarOf(t, map[string]string{name: "x"}), "state", t.TempDir())
-		assert.ErrorContains(t, err, "outside the state folder", name)
-	}
 }
 
 func TestBuildImageRejectsADynamicBinary(t *testing.T) {

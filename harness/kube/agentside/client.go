@@ -4,14 +4,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/chaosrun/chaosrun/internal/untar"
 )
 
 // Client is the runner's side of a keeper.
@@ -38,7 +38,7 @@ func (c *Client) WriteFile(ctx context.Context, rel string, b []byte) error {
 // CopyFile copies the file rel of the experiment to dst.
 func (c *Client) CopyFile(ctx context.Context, rel, dst string) error {
 	return c.do(ctx, http.MethodGet, "/files/"+rel, nil, func(body io.Reader) error {
-		return writeLocal(dst, body)
+		return untar.WriteFile(dst, body)
 	})
 }
 
@@ -46,7 +46,7 @@ func (c *Client) CopyFile(ctx context.Context, rel, dst string) error {
 // and regular files, nothing outside dir.
 func (c *Client) CopyDir(ctx context.Context, rel, dir string) error {
 	return c.do(ctx, http.MethodGet, "/tar/"+rel, nil, func(body io.Reader) error {
-		return extract(tar.NewReader(body), dir)
+		return untar.Extract(tar.NewReader(body), "", dir)
 	})
 }
 
@@ -80,41 +80,4 @@ func (c *Client) do(ctx context.Context, method, p string, body io.Reader, read 
 		return fmt.Errorf("keeper: %s %s: %w", method, p, err)
 	}
 	return nil
-}
-
-// extract writes an archive's folders and regular files into dir.
-func extract(tr *tar.Reader, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		name := strings.TrimSuffix(hdr.Name, "/")
-		if !filepath.IsLocal(name) {
-			return fmt.Errorf("archive entry %q leads outside the folder", hdr.Name)
-		}
-		target := filepath.Join(dir, filepath.FromSlash(name))
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(target, 0o755)
-		case tar.TypeReg:
-			err = writeLocal(target, tr)
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
-func writeLocal(dst string, r io.Reader) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	return write(dst, r)
 }

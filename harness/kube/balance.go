@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/chaosrun/chaosrun/harness/agent"
 )
@@ -66,44 +63,3 @@ func (t podTemplate) balancerService(b agent.Balance) *corev1.Service {
 // affinityTimeout is how long a ClientIP affinity outlasts a peer's last
 // connection: Kubernetes' default, three hours, longer than any experiment.
 const affinityTimeout = 3 * time.Hour
-
-// awaitMembers waits until the EndpointSlices of the Service svc list n
-// ready pods.
-func (r *Runtime) awaitMembers(ctx context.Context, svc string, n int) error {
-	lister := r.informers.Discovery().V1().EndpointSlices().Lister().EndpointSlices(r.ns)
-	sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc})
-	for {
-		r.mu.Lock()
-		changed := r.slicesCh
-		r.mu.Unlock()
-		list, err := lister.List(sel)
-		if err != nil {
-			return err
-		}
-		ready := readyPods(list)
-		if ready >= n {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("service %s lists %d of %d ready pods: %w", svc, ready, n, ctx.Err())
-		}
-	}
-}
-
-// readyPods counts the distinct pods the slices hold as ready endpoints.
-func readyPods(list []*discoveryv1.EndpointSlice) int {
-	var pods []string
-	for _, s := range list {
-		for _, e := range s.Endpoints {
-			if e.TargetRef == nil || e.TargetRef.Kind != "Pod" || (e.Conditions.Ready != nil && !*e.Conditions.Ready) {
-				continue
-			}
-			if !slices.Contains(pods, e.TargetRef.Name) {
-				pods = append(pods, e.TargetRef.Name)
-			}
-		}
-	}
-	return len(pods)
-}

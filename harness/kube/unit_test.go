@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -175,6 +176,7 @@ func TestAPodIsListedOnlyWhenReady(t *testing.T) {
 			Addresses: []string{"10.0.0.9"}, Conditions: discoveryv1.EndpointConditions{Ready: r},
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: pod}}}}
 	}
+	lists := func(list []*discoveryv1.EndpointSlice, pod string) bool { return slices.Contains(readyPods(list), pod) }
 	assert.True(t, lists([]*discoveryv1.EndpointSlice{slice("server-2", &ready)}, "server-2"))
 	assert.True(t, lists([]*discoveryv1.EndpointSlice{slice("server-2", nil)}, "server-2"), "no condition means ready")
 	assert.False(t, lists([]*discoveryv1.EndpointSlice{slice("server-2", &notReady)}, "server-2"))
